@@ -1,0 +1,95 @@
+"""``pt_config``: the trace buffer, CPU and timing parameters every decoder needs."""
+
+import ctypes
+from dataclasses import dataclass
+
+from .enums import CpuVendor
+from .error import check
+from .native import lib
+from .structs import pt_config, pt_cpu, pt_errata
+
+# pt_errata bit positions, in intel-pt.h order.
+ERRATA_NAMES = ("bdm70", "bdm64", "skd007", "skd022", "skd010", "skl014", "apl12", "apl11", "skl168", "skz84")
+
+# pt_conf_flags bits (variant word 0).
+BLOCK_END_ON_CALL = 1 << 0
+BLOCK_ENABLE_TICK_EVENTS = 1 << 1
+BLOCK_END_ON_JUMP = 1 << 2
+INSN_ENABLE_TICK_EVENTS = 1 << 0
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """The traced CPU; errata workarounds depend on it."""
+
+    family: int
+    model: int
+    stepping: int
+    vendor: CpuVendor = CpuVendor.INTEL
+
+    def to_c(self):
+        return pt_cpu(int(self.vendor), self.family, self.model, self.stepping)
+
+
+def cpu_errata(cpu):
+    """The errata libipt applies for ``cpu``, as a bit mask (see ERRATA_NAMES)."""
+    errata = pt_errata()
+    check(lib().pt_cpu_errata(ctypes.byref(errata), ctypes.byref(cpu.to_c())), "pt_cpu_errata")
+    return errata.bits
+
+
+def errata_names(bits):
+    """Names of the errata set in an errata bit mask."""
+    return [name for index, name in enumerate(ERRATA_NAMES) if bits >> index & 1]
+
+
+class Config:
+    """A ``pt_config`` that owns (or pins) its trace buffer.
+
+    libipt decoders and encoders keep pointers into the buffer, so the Config
+    must outlive them; every decoder holds a reference to its Config.
+    ``trace`` is bytes (copied) or a writable buffer such as a bytearray
+    (used in place: an encoder writes into it).
+    """
+
+    def __init__(
+        self,
+        trace,
+        cpu=None,
+        *,
+        mtc_freq=0,
+        nom_freq=0,
+        cpuid_0x15_eax=0,
+        cpuid_0x15_ebx=0,
+        flags=0,
+    ):
+        if isinstance(trace, bytes):
+            trace = bytearray(trace)
+        size = len(trace)
+        if size:
+            self._buffer = (ctypes.c_uint8 * size).from_buffer(trace)
+        else:  # libipt rejects it, but begin/end must still point somewhere
+            self._buffer = (ctypes.c_uint8 * 1)()
+        self.trace = trace
+        self.cpu = cpu
+        begin = ctypes.addressof(self._buffer)
+        c = pt_config()
+        c.size = ctypes.sizeof(pt_config)
+        c.begin = begin
+        c.end = begin + size
+        if cpu is not None:
+            c.cpu = cpu.to_c()
+            check(lib().pt_cpu_errata(ctypes.byref(c.errata), ctypes.byref(c.cpu)), "pt_cpu_errata")
+        c.mtc_freq = mtc_freq
+        c.nom_freq = nom_freq
+        c.cpuid_0x15_eax = cpuid_0x15_eax
+        c.cpuid_0x15_ebx = cpuid_0x15_ebx
+        c.flags.variant[0] = flags
+        self.c = c
+
+    def __len__(self):
+        return len(self.trace)
+
+    @property
+    def errata(self):
+        return self.c.errata.bits
