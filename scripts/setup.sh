@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up lldb_trace on a Debian machine: system packages (when missing, with
+# apt-get as root), then a virtualenv in .venv with the package installed.
+#   scripts/setup.sh         runtime + LLDB's Python bindings (for the demo)
+#   scripts/setup.sh test    everything the test suite needs as well
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+
+packages=()
+ldconfig -p 2>/dev/null | grep -q 'libipt\.so\.2 ' || packages+=(libipt2)
+command -v python3 >/dev/null || packages+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+if [ "$mode" = test ]; then
+  command -v gcc >/dev/null || packages+=(gcc libc6-dev)
+  [ -f /usr/include/intel-pt.h ] || packages+=(libipt-dev)  # struct layout cross-check
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: missing system packages: ${packages[*]}; run: sudo apt-get install ${packages[*]}" >&2
+    exit 1
+  fi
+  echo "installing system packages: ${packages[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+extra=lldb
+[ "$mode" = test ] && extra=test
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extra]"
