@@ -51,9 +51,7 @@ def _parser():
     parser = argparse.ArgumentParser(prog="lldb-trace", description="Intel Processor Trace tools for LLDB.")
     parser.add_argument("--version", action="version", version=f"lldb_trace {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("versions", help="show the versions of lldb_trace and what it uses").set_defaults(
-        run=_versions
-    )
+    commands.add_parser("versions", help="show the versions of lldb_trace and what it uses").set_defaults(run=_versions)
     packets = commands.add_parser("packets", help="list the packets of a raw Intel PT trace file")
     packets.add_argument("trace", help="raw Intel PT trace file")
     packets.set_defaults(run=_packets)

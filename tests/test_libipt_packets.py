@@ -58,7 +58,8 @@ def test_psb_is_sixteen_bytes_of_02_82():
 
 
 @pytest.mark.parametrize(
-    "ipc, size", [(Ipc.SUPPRESSED, 1), (Ipc.UPDATE_16, 3), (Ipc.UPDATE_32, 5), (Ipc.SEXT_48, 7), (Ipc.UPDATE_48, 7), (Ipc.FULL, 9)]
+    "ipc, size",
+    [(Ipc.SUPPRESSED, 1), (Ipc.UPDATE_16, 3), (Ipc.UPDATE_32, 5), (Ipc.SEXT_48, 7), (Ipc.UPDATE_48, 7), (Ipc.FULL, 9)],
 )
 @pytest.mark.parametrize("kind", [p.Tip, p.TipPge, p.TipPgd, p.Fup])
 def test_ip_packets_every_compression(kind, ipc, size):

@@ -6,8 +6,8 @@ sections and callback libipt calls), so nothing is freed while C can reach it.
 """
 
 import ctypes
-from dataclasses import dataclass
 from ctypes import c_int, c_uint32, c_uint64
+from dataclasses import dataclass
 
 from . import events, packets
 from .enums import ErrorCode, ExecMode, InsnClass
@@ -106,7 +106,7 @@ class PacketDecoder(_SyncingDecoder):
 
     PREFIX = "pt_pkt_"
     _free_name = "pt_pkt_free_decoder"
-    _NAMES = _SyncingDecoder._NAMES + ("next",)
+    _NAMES = (*_SyncingDecoder._NAMES, "next")
 
     def __init__(self, config):
         super().__init__(config)
@@ -131,7 +131,7 @@ class PacketDecoder(_SyncingDecoder):
 class _TimedDecoder(_SyncingDecoder):
     """Decoders that track time, core:bus ratio and pending events."""
 
-    _NAMES = _SyncingDecoder._NAMES + ("time", "core_bus_ratio", "event")
+    _NAMES = (*_SyncingDecoder._NAMES, "time", "core_bus_ratio", "event")
 
     def __init__(self, config):
         super().__init__(config)
@@ -162,7 +162,7 @@ class QueryDecoder(_TimedDecoder):
 
     PREFIX = "pt_qry_"
     _free_name = "pt_qry_free_decoder"
-    _NAMES = _TimedDecoder._NAMES + ("cond_branch", "indirect_branch")
+    _NAMES = (*_TimedDecoder._NAMES, "cond_branch", "indirect_branch")
 
     def _sync(self, name, *args):
         ip = c_uint64()
@@ -237,7 +237,7 @@ def _insn_from_c(c):
 class _FlowDecoder(_TimedDecoder):
     """Block and instruction decoders: an image, an address space, and next()."""
 
-    _NAMES = _TimedDecoder._NAMES + ("set_image", "asid", "next")
+    _NAMES = (*_TimedDecoder._NAMES, "set_image", "asid", "next")
     _ITEM = None
     _CONVERT = None
 

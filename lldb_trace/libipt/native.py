@@ -147,7 +147,7 @@ def _declare(lib):
         function.argtypes = argtypes
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lib():
     """The loaded, version-checked, fully declared libipt (cached)."""
     handle = _open()

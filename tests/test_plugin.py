@@ -1,0 +1,108 @@
+"""The plugin inside a real in-process LLDB, and the lldb-trace console script."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE
+
+lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+
+
+@pytest.fixture
+def debugger():
+    debugger = lldb.SBDebugger.Create(False)
+    debugger.SetAsync(False)
+    yield debugger
+    lldb.SBDebugger.Destroy(debugger)
+
+
+def handle(debugger, command):
+    result = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand(command, result)
+    return result
+
+
+def test_import_registers_pt_quietly(debugger):
+    assert not debugger.GetCommandInterpreter().CommandExists("pt")
+    result = handle(debugger, "command script import lldb_trace")
+    assert result.Succeeded(), result.GetError()
+    assert result.GetOutput() == "" and result.GetError() == ""
+    assert debugger.GetCommandInterpreter().UserCommandExists("pt")
+    assert "Intel Processor Trace" in handle(debugger, "help pt").GetOutput()
+
+
+def test_import_twice_is_harmless(debugger):
+    assert handle(debugger, "command script import lldb_trace").Succeeded()
+    again = handle(debugger, "command script import lldb_trace")
+    assert again.Succeeded(), again.GetError()
+    assert handle(debugger, "help pt").Succeeded()
+
+
+def test_lldb_binary_loads_the_plugin_in_batch_mode():
+    lldb_binary = Path(sys.executable).parent / "lldb"
+    if not lldb_binary.exists():
+        pytest.skip("no lldb binary beside this Python")
+    result = subprocess.run(
+        [str(lldb_binary), "--batch", "-o", "command script import lldb_trace", "-o", "help pt"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Intel Processor Trace" in result.stdout
+    assert "error" not in result.stderr.lower()
+
+
+def cli(*args, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "lldb_trace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+
+
+def test_cli_versions():
+    result = cli("versions")
+    assert result.returncode == 0
+    assert "libipt     2.0." in result.stdout
+    assert "capstone" in result.stdout and "lldb       lldb version" in result.stdout
+
+
+def test_cli_packets_lists_the_sample(sample_expected):
+    result = cli("packets", str(SAMPLE / "4242.ipt"))
+    assert result.returncode == 0, result.stderr
+    kinds = [line.split()[1] for line in result.stdout.splitlines()]
+    assert kinds == ["psb", "tsc", "psbend", "mode", "tip.pge", "tnt.8", "tip", "tip.pgd"]
+    assert "tnt.8    !!." in result.stdout
+    assert f"ip={sample_expected[0]:#x}" in result.stdout
+
+
+def test_cli_packets_on_garbage_and_missing_files(tmp_path):
+    noise = tmp_path / "noise.ipt"
+    noise.write_bytes(bytes(range(1, 250)))
+    result = cli("packets", str(noise))
+    assert result.returncode == 0
+    assert "no PSB in 249 bytes" in result.stdout
+    missing = cli("packets", str(tmp_path / "absent.ipt"))
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip() == f"error: cannot read trace file {tmp_path / 'absent.ipt'}: No such file or directory"
+    )
+
+
+def test_cli_reports_missing_libipt_in_one_line():
+    result = cli("packets", str(SAMPLE / "4242.ipt"), LIBIPT_PATH="/nonexistent/libipt.so.2")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("error: cannot load libipt from LIBIPT_PATH")
+
+
+def test_cli_lldbinit_lines_load_the_plugin():
+    lines = cli("lldbinit").stdout.splitlines()
+    assert lines[0].startswith("script import site; site.addsitedir(")
+    assert lines[1] == "command script import lldb_trace"
