@@ -1,0 +1,100 @@
+"""What an instruction does to control flow, as Intel PT encodes it.
+
+capstone decodes each instruction address once; the result is cached, since
+a traced program runs the same code over and over.
+"""
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import capstone
+from capstone import x86
+
+MAX_INSN_SIZE = 15
+
+
+class Flow(IntEnum):
+    """How PT reports an instruction's successor."""
+
+    OTHER = 0  # falls through; no packet
+    DIRECT = 1  # direct jmp/call: target is in the code; no packet
+    CONDITIONAL = 2  # one TNT bit
+    INDIRECT = 3  # indirect jmp/call and returns: a TIP with the target
+    FAR = 4  # syscall, int, iret, far transfers: leave user space (TIP.PGD)
+
+
+@dataclass(frozen=True, slots=True)
+class Insn:
+    address: int
+    size: int
+    flow: Flow
+    target: int | None  # for DIRECT and CONDITIONAL
+    repeats: bool  # REP/REPNE string instruction: ptrace stops once per iteration
+
+    @property
+    def next_address(self):
+        return self.address + self.size
+
+
+_FAR_MNEMONICS = {"syscall", "sysenter", "int", "int1", "int3", "into", "iret", "iretd", "iretq", "ud2", "hlt"}
+_FAR_MNEMONICS |= {"sysret", "sysexit", "ljmp", "lcall", "retf", "retfq"}
+# LOOP and JrCXZ are conditional branches for PT, but capstone puts LOOP in no jump group.
+_LOOPS = {x86.X86_INS_LOOP, x86.X86_INS_LOOPE, x86.X86_INS_LOOPNE}
+_STRING_OPS = {x86.X86_INS_MOVSB, x86.X86_INS_MOVSW, x86.X86_INS_MOVSD, x86.X86_INS_MOVSQ}
+_STRING_OPS |= {x86.X86_INS_STOSB, x86.X86_INS_STOSW, x86.X86_INS_STOSD, x86.X86_INS_STOSQ}
+_STRING_OPS |= {x86.X86_INS_LODSB, x86.X86_INS_LODSW, x86.X86_INS_LODSD, x86.X86_INS_LODSQ}
+_STRING_OPS |= {x86.X86_INS_SCASB, x86.X86_INS_SCASW, x86.X86_INS_SCASD, x86.X86_INS_SCASQ}
+_STRING_OPS |= {x86.X86_INS_CMPSB, x86.X86_INS_CMPSW, x86.X86_INS_CMPSD, x86.X86_INS_CMPSQ}
+_STRING_OPS |= {x86.X86_INS_INSB, x86.X86_INS_INSW, x86.X86_INS_INSD, x86.X86_INS_OUTSB, x86.X86_INS_OUTSW}
+_STRING_OPS |= {x86.X86_INS_OUTSD}
+
+
+class Classifier:
+    """Classifies instructions read through ``read_memory(address, size) -> bytes``."""
+
+    def __init__(self, read_memory):
+        self._read = read_memory
+        self._cache = {}
+        self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        self._cs.detail = True
+
+    def forget(self):
+        """Drop cached decodings (after code may have changed, e.g. exec or dlopen)."""
+        self._cache.clear()
+
+    def __getitem__(self, address):
+        insn = self._cache.get(address)
+        if insn is None:
+            insn = self._cache[address] = self._classify(address)
+        return insn
+
+    def _classify(self, address):
+        code = self._read(address, MAX_INSN_SIZE)
+        decoded = next(self._cs.disasm(code, address, 1), None)
+        if decoded is None:
+            return Insn(address, 1, Flow.FAR, None, False)  # undecodable: treat as leaving the trace
+        flow, target = _flow(decoded)
+        repeats = decoded.id in _STRING_OPS and any(p in (0xF2, 0xF3) for p in decoded.prefix)
+        return Insn(address, decoded.size, flow, target, repeats)
+
+
+def _flow(decoded):
+    mnemonic = decoded.mnemonic
+    if mnemonic in _FAR_MNEMONICS:
+        return Flow.FAR, None
+    groups = set(decoded.groups)
+    if capstone.CS_GRP_RET in groups or capstone.CS_GRP_IRET in groups:
+        return Flow.INDIRECT, None
+    if capstone.CS_GRP_INT in groups:
+        return Flow.FAR, None
+    is_call = capstone.CS_GRP_CALL in groups
+    is_jump = capstone.CS_GRP_JUMP in groups or decoded.id in _LOOPS
+    if not (is_call or is_jump):
+        return Flow.OTHER, None
+    operand = decoded.operands[0] if decoded.operands else None
+    direct = operand is not None and operand.type == x86.X86_OP_IMM
+    if not direct:
+        return Flow.INDIRECT, None
+    if is_call or decoded.id == x86.X86_INS_JMP:
+        return Flow.DIRECT, operand.imm
+    return Flow.CONDITIONAL, operand.imm  # jcc, jrcxz, loop*

@@ -1,0 +1,153 @@
+"""Linux ptrace through ctypes: launch a program stopped, single-step its threads.
+
+Only what the software recorder needs: launching under PTRACE_TRACEME (with
+ASLR off, as debuggers do), stepping, continuing, reading registers and
+memory, and clone/exit bookkeeping.  Every failing call raises PtraceError
+with the errno text.
+"""
+
+import ctypes
+import errno
+import os
+import signal
+from ctypes import c_int, c_long, c_void_p
+
+from ..errors import LldbTraceError
+
+PTRACE_TRACEME = 0
+PTRACE_PEEKTEXT = 1
+PTRACE_PEEKUSER = 3
+PTRACE_POKETEXT = 4
+PTRACE_POKEUSER = 6
+PTRACE_CONT = 7
+PTRACE_SINGLESTEP = 9
+PTRACE_DETACH = 17
+PTRACE_SETOPTIONS = 0x4200
+PTRACE_GETEVENTMSG = 0x4201
+
+PTRACE_O_TRACECLONE = 0x8
+PTRACE_O_EXITKILL = 0x100000
+PTRACE_EVENT_CLONE = 3
+
+ADDR_NO_RANDOMIZE = 0x0040000
+WALL = 0x40000000  # __WALL: wait for threads too
+
+# Offsets into struct user_regs_struct (x86-64), in bytes.
+REG_RIP = 16 * 8
+REG_RAX = 10 * 8
+REG_ORIG_RAX = 15 * 8
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_ptrace = _libc.ptrace
+_ptrace.restype = c_long
+_ptrace.argtypes = [c_long, c_int, c_void_p, c_void_p]
+_personality = _libc.personality
+_personality.restype = c_int
+_personality.argtypes = [ctypes.c_ulong]
+
+
+class PtraceError(LldbTraceError):
+    """A ptrace call failed."""
+
+
+def ptrace(request, tid=0, addr=0, data=0):
+    ctypes.set_errno(0)
+    result = _ptrace(request, tid, addr, data)
+    if result == -1:
+        err = ctypes.get_errno()
+        if err:
+            raise PtraceError(f"ptrace({request}) on {tid}: {os.strerror(err)}")
+    return result
+
+
+def launch(program, args, env=None, aslr=False):
+    """Fork and exec ``program`` under ptrace; returns the pid, stopped after exec.
+
+    A failed exec is reported as OSError from the parent (errno carried over a
+    close-on-exec pipe, as subprocess does).
+    """
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # child: only async-signal-safe work until exec
+        try:
+            os.close(read_end)
+            if not aslr:
+                _personality(ADDR_NO_RANDOMIZE)
+            _ptrace(PTRACE_TRACEME, 0, None, None)
+            if env is None:
+                os.execv(program, [program, *args])
+            os.execve(program, [program, *args], env)
+        except OSError as exc:
+            os.write(write_end, str(exc.errno).encode())
+        finally:
+            os._exit(127)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        failure = pipe.read()
+    if failure:
+        os.waitpid(pid, 0)
+        code = int(failure)
+        raise OSError(code, os.strerror(code), program)
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFSTOPPED(status) or os.WSTOPSIG(status) != signal.SIGTRAP:
+        raise PtraceError(f"{program} did not stop after exec (wait status {status:#x})")
+    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)
+    return pid
+
+
+def get_rip(tid):
+    return ptrace(PTRACE_PEEKUSER, tid, REG_RIP) & 0xFFFFFFFFFFFFFFFF
+
+
+def set_rip(tid, rip):
+    ptrace(PTRACE_POKEUSER, tid, REG_RIP, rip)
+
+
+def peek_word(tid, address):
+    return ptrace(PTRACE_PEEKTEXT, tid, address) & 0xFFFFFFFFFFFFFFFF
+
+
+def poke_word(tid, address, word):
+    ptrace(PTRACE_POKETEXT, tid, address, ctypes.c_long(word - (1 << 64) if word >= 1 << 63 else word).value)
+
+
+def step(tid, sig=0):
+    ptrace(PTRACE_SINGLESTEP, tid, 0, sig)
+
+
+def cont(tid, sig=0):
+    ptrace(PTRACE_CONT, tid, 0, sig)
+
+
+def detach(tid, sig=0):
+    try:
+        ptrace(PTRACE_DETACH, tid, 0, sig)
+    except PtraceError:
+        pass  # already gone
+
+
+def event_message(tid):
+    message = ctypes.c_ulong()
+    ptrace(PTRACE_GETEVENTMSG, tid, 0, ctypes.addressof(message))
+    return message.value
+
+
+def wait_any():
+    """``(tid, status)`` of the next traced thread to change state."""
+    while True:
+        try:
+            return os.waitpid(-1, WALL)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return None, None
+
+
+def kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+__all__ = ["PtraceError", "errno"]
