@@ -40,6 +40,47 @@ def _packets(args):
         print(line)
 
 
+def _record(args):
+    from .capture.bundle_writer import write_bundle
+    from .capture.session import RecordOptions, record
+
+    if not args.program:
+        raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")
+    if args.program[0] == "--":
+        args.program = args.program[1:]
+    if not args.program:
+        raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")
+    program, *program_args = args.program
+    options = RecordOptions(
+        until=args.until,
+        from_start=args.from_start,
+        all_threads=args.threads == "all",
+        tsc=args.tsc,
+        psb_period=args.psb_period,
+        buffer_kb=args.buffer,
+        overflow_at=args.overflow_at,
+        overflow_lost=args.overflow_lost,
+    )
+    recording = record(program, program_args, options)
+    path = write_bundle(recording, args.output, copy_program=args.copy_program)
+    count, seconds = recording.instructions, recording.seconds
+    rate = count / seconds if seconds else 0
+    print(
+        f"recorded {count} instructions of {len(recording.threads)} thread(s) in {seconds:.2f} s "
+        f"({rate:,.0f}/s): {recording.status}{': ' + recording.detail if recording.detail else ''}"
+    )
+    print(f"wrote {path}")
+    if recording.status == "crashed":
+        print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
+
+
+def _positive(text):
+    value = int(text, 0)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
 def _lldbinit(_args):
     """Print the ~/.lldbinit lines that load the plugin into any LLDB with this Python."""
     site_packages = sysconfig.get_paths()["purelib"]
@@ -55,6 +96,23 @@ def _parser():
     packets = commands.add_parser("packets", help="list the packets of a raw Intel PT trace file")
     packets.add_argument("trace", help="raw Intel PT trace file")
     packets.set_defaults(run=_packets)
+    rec = commands.add_parser(
+        "record",
+        help="run a program, single-stepping it, and write its control flow as an Intel PT bundle",
+        description="Record PROGRAM's control flow from main (or process start) until SYMBOL or exit.",
+    )
+    rec.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundle directory to write")
+    rec.add_argument("--until", metavar="SYMBOL", help="stop when a thread reaches this function")
+    rec.add_argument("--from-start", action="store_true", help="record from the first instruction, not main")
+    rec.add_argument("--tsc", action="store_true", help="add timestamps (TSC packets)")
+    rec.add_argument("--psb-period", type=_positive, default=4096, metavar="BYTES", help="bytes between PSBs")
+    rec.add_argument("--buffer", type=_positive, metavar="KB", help="keep only the last KB KiB (circular buffer)")
+    rec.add_argument("--threads", choices=["main", "all"], default="main", help="which threads to record")
+    rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")
+    rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
+    rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
+    rec.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
+    rec.set_defaults(run=_record)
     commands.add_parser(
         "lldbinit", help="print the ~/.lldbinit lines that load this plugin into a system LLDB"
     ).set_defaults(run=_lldbinit)

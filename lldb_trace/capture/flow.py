@@ -1,0 +1,126 @@
+"""Turns observed instruction steps into PT streams and ground truth.
+
+The stepping source (ptrace here, LLDB's process control later) reports, per
+thread, where the thread stands after each single step.  This module knows
+nothing about how the steps are made: it classifies the instruction that just
+ran, records it, and drives the thread's StreamWriter.
+"""
+
+from dataclasses import dataclass
+
+from .classify import Flow
+from .ground_truth import GroundTruth
+from .pt_writer import StreamWriter
+
+
+@dataclass
+class FlowOptions:
+    psb_period: int = 4096
+    clock: object = None  # a TSC source, or None for no timing packets
+    overflow_at: int | None = None  # inject an overflow at this instruction index
+    overflow_lost: int = 64  # instructions lost in the injected overflow
+
+
+class ThreadFlow:
+    """One thread: the instruction it stands at, its stream, its ground truth."""
+
+    def __init__(self, tid, ip, classifier, options):
+        self.tid = tid
+        self.current = ip
+        self.classifier = classifier
+        self.options = options
+        self.writer = StreamWriter(options.psb_period, options.clock)
+        self.truth = GroundTruth()
+        self._overflow_state = "armed" if options.overflow_at is not None else "off"
+        self._lost_start = 0
+        self._enabled_in_gap = True
+
+    # Observations.
+
+    def stepped(self, new_ip):
+        """The instruction at ``current`` ran and the thread now stands at ``new_ip``."""
+        insn = self.classifier[self.current]
+        if insn.repeats and new_ip == self.current:
+            return  # another REP iteration: PT reports the instruction once
+        index = len(self.truth.addresses)
+        self.truth.addresses.append(self.current)
+        if self._overflow_state == "lost":
+            self._step_in_gap(insn, index, new_ip)
+        else:
+            self._step_traced(insn, index, new_ip)
+        self.current = new_ip
+
+    def signalled(self, handler_ip):
+        """A signal handler starts at ``handler_ip`` before ``current`` ran."""
+        if self._overflow_state == "lost":
+            self._enabled_in_gap = False
+        elif self.writer.enabled:
+            self.writer.interrupt(self.current)
+        self.current = handler_ip
+
+    def exited(self):
+        """The thread is gone; an exit syscall at ``current`` ran."""
+        if self.classifier[self.current].flow == Flow.FAR:
+            self.truth.addresses.append(self.current)
+            if self.writer.enabled and self._overflow_state != "lost":
+                self.writer.leave()
+        self.stop("exited")
+
+    def stop(self, reason):
+        """Recording ends with the thread standing at ``current``."""
+        self._close_gap(len(self.truth.addresses), resume=False)
+        self.writer.end(self.current)
+        self.truth.ended = reason
+
+    # Writing.
+
+    def _step_traced(self, insn, index, new_ip):
+        writer = self.writer
+        if not writer.enabled:
+            writer.enable(self.current, index)
+        elif insn.flow == Flow.OTHER and not insn.repeats:
+            writer.resync(self.current, index)
+        flow = insn.flow
+        if flow == Flow.CONDITIONAL:
+            writer.conditional(new_ip != insn.next_address)
+        elif flow == Flow.INDIRECT:
+            writer.indirect(new_ip)
+        elif flow == Flow.FAR:
+            writer.leave()
+        elif new_ip != (insn.target if flow == Flow.DIRECT else insn.next_address) and not insn.repeats:
+            # Not where the instruction leads: something asynchronous moved the thread.
+            writer.interrupt(insn.target if flow == Flow.DIRECT else insn.next_address)
+        if self._overflow_state == "armed" and index >= self.options.overflow_at:
+            if flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:
+                writer.overflow()
+                self._overflow_state = "lost"
+                self._lost_start = index + 1
+                self._enabled_in_gap = True
+
+    def _step_in_gap(self, insn, index, new_ip):
+        if insn.flow == Flow.FAR:
+            self._enabled_in_gap = False
+        if index - self._lost_start >= self.options.overflow_lost and insn.flow == Flow.OTHER and not insn.repeats:
+            # Tracing comes back before this instruction, which is traced again.
+            self._close_gap(index, resume=True)
+            self._step_traced(insn, index, new_ip)
+
+    def _close_gap(self, index, resume):
+        if self._overflow_state != "lost":
+            return
+        self._overflow_state = "done"
+        self.truth.lost.append((self._lost_start, index))
+        if resume and self._enabled_in_gap:
+            self.writer.resume(self.current)
+        else:
+            self.writer.enabled = False  # the next instruction re-enables with TIP.PGE
+
+    def finish(self, buffer_bytes=None):
+        """The thread's stream; with ``buffer_bytes``, only its newest bytes (a circular snapshot)."""
+        data = self.writer.finish()
+        if buffer_bytes and len(data) > buffer_bytes:
+            cut = len(data) - buffer_bytes
+            kept = [index for offset, index in self.writer.psbs if offset >= cut]
+            self.truth.snapshot_from = kept[0] if kept else len(self.truth.addresses)
+            data = data[cut:]
+        return data

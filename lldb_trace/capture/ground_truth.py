@@ -1,0 +1,57 @@
+"""Ground truth of a recording: every executed instruction address of a thread.
+
+One text file per thread, ``ground_truth/<tid>.txt``: ``#`` header lines with
+what a decoder can see, then one hex address per line.  Headers:
+
+- ``# lost A B``: instructions A..B-1 fall in an injected overflow gap;
+- ``# snapshot-from N``: the (circular) trace keeps instructions from N on;
+- ``# ended REASON``: how the recording of this thread ended.
+"""
+
+from array import array
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GroundTruth:
+    addresses: array = field(default_factory=lambda: array("Q"))
+    lost: list = field(default_factory=list)  # [(start, end)] half-open index ranges
+    snapshot_from: int = 0
+    ended: str = ""
+
+    def decodable_segments(self):
+        """The address runs a decoder must reproduce, split where the trace has gaps."""
+        cuts = sorted((max(start, self.snapshot_from), end) for start, end in self.lost if end > self.snapshot_from)
+        segments, position = [], self.snapshot_from
+        for start, end in cuts:
+            segments.append(list(self.addresses[position:start]))
+            position = end
+        segments.append(list(self.addresses[position:]))
+        return [segment for segment in segments if segment]
+
+    def write(self, path):
+        with open(path, "w") as out:
+            out.write(f"# {len(self.addresses)} instructions\n")
+            for start, end in self.lost:
+                out.write(f"# lost {start} {end}\n")
+            if self.snapshot_from:
+                out.write(f"# snapshot-from {self.snapshot_from}\n")
+            if self.ended:
+                out.write(f"# ended {self.ended}\n")
+            out.write("".join(f"{address:#x}\n" for address in self.addresses))
+
+    @classmethod
+    def read(cls, path):
+        truth = cls()
+        with open(path) as lines:
+            for line in lines:
+                if line.startswith("# lost "):
+                    start, end = line.split()[2:]
+                    truth.lost.append((int(start), int(end)))
+                elif line.startswith("# snapshot-from "):
+                    truth.snapshot_from = int(line.split()[2])
+                elif line.startswith("# ended "):
+                    truth.ended = line[len("# ended ") :].strip()
+                elif not line.startswith("#"):
+                    truth.addresses.append(int(line, 16))
+        return truth

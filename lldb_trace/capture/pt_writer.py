@@ -1,0 +1,189 @@
+"""One thread's control flow written as an Intel PT packet stream.
+
+The packet scheme (checked to decode exactly with libipt and native LLDB):
+
+- start: ``PSB, [TSC], PSBEND, MODE.Exec, TIP.PGE(first ip)``
+- a conditional branch adds one TNT bit (oldest in the highest bit); up to 47
+  bits are collected and flushed as TNT-8 (1-6 bits) or TNT-64;
+- returns and indirect jumps/calls: flush TNT, ``TIP(target)``;
+- direct jumps and calls: nothing;
+- syscalls and other far transfers (user-only tracing): flush, ``TIP.PGD``
+  with the IP suppressed; tracing resumes with ``[TSC], MODE.Exec, TIP.PGE``;
+- an asynchronous transfer (a signal) while enabled: ``FUP(interrupted ip),
+  TIP.PGD``, then ``TIP.PGE(handler)`` at the next instruction;
+- periodic ``PSB, [TSC], MODE.Exec, FUP(ip), PSBEND`` before a non-branch
+  instruction, once ``psb_period`` bytes were written since the last one;
+- end: ``FUP(stop ip), TIP.PGD``.
+
+IP packets are compressed against the last IP (reset at every PSB), since
+libipt's encoder writes what it is given.  Packets go through libipt's
+encoder into a fixed buffer that is drained into ``self.data``.
+"""
+
+import ctypes
+import struct
+
+from .. import libipt
+from ..libipt.enums import IpCompression, PacketType
+from ..libipt.structs import pt_packet
+
+_CHUNK = 1 << 16
+_MAX_TNT = 47
+_PSB_BYTES = 16
+
+
+def _compress(last_ip, ip):
+    """The cheapest IP compression for ``ip`` given the last IP."""
+    if last_ip is not None:
+        if last_ip >> 16 == ip >> 16:
+            return IpCompression.UPDATE_16, ip & 0xFFFF
+        if last_ip >> 32 == ip >> 32:
+            return IpCompression.UPDATE_32, ip & 0xFFFFFFFF
+    top = ip >> 47
+    if top in (0, 0x1FFFF):
+        return IpCompression.SEXT_48, ip & 0xFFFFFFFFFFFF
+    return IpCompression.FULL, ip
+
+
+class StreamWriter:
+    """Encodes one thread's flow; ``clock()`` returns the TSC value, or is None for no timing."""
+
+    def __init__(self, psb_period=4096, clock=None):
+        self.psb_period = psb_period
+        self.clock = clock
+        self.data = bytearray()
+        self.psbs = []  # (stream offset of each PSB, index of the instruction it synchronizes at)
+        self.enabled = False
+        self._last_ip = None
+        self._tnt_bits = 0
+        self._tnt_count = 0
+        self._last_psb = 0
+        self._config = libipt.Config(bytearray(_CHUNK))
+        self._encoder = libipt.Encoder(self._config)
+        self._packet = pt_packet()
+        self._packet_ref = ctypes.byref(self._packet)
+        self._next = self._encoder._fn["next"]
+        self._handle = self._encoder.handle
+
+    # Low level.
+
+    def _emit(self, kind, fmt="", *values):
+        packet = self._packet
+        packet.type = kind
+        if fmt:
+            struct.pack_into(fmt, packet.payload, 0, *values)
+        status = self._next(self._handle, self._packet_ref)
+        if status < 0:
+            if -status != libipt.ErrorCode.EOS:
+                raise libipt.LibiptError(status, f"pt_enc_next {PacketType(kind).name}")
+            self._drain()
+            libipt.check(self._next(self._handle, self._packet_ref), f"pt_enc_next {PacketType(kind).name}")
+
+    def _drain(self):
+        used = self._encoder.offset
+        self.data += self._config.trace[:used]
+        self._encoder.sync_set(0)
+
+    @property
+    def offset(self):
+        return len(self.data) + self._encoder.offset
+
+    def _ip_packet(self, kind, ip):
+        ipc, payload = _compress(self._last_ip, ip)
+        self._emit(kind, "<I4xQ", ipc, payload)
+        self._last_ip = ip
+
+    def _suppressed(self, kind):
+        self._emit(kind, "<I4xQ", IpCompression.SUPPRESSED, 0)
+
+    def _tsc(self):
+        if self.clock is not None:
+            self._emit(PacketType.TSC, "<Q", self.clock() & 0xFFFFFFFFFFFFFF)
+
+    def _mode_exec(self):
+        self._emit(PacketType.MODE, "<II", 0, 1)  # leaf exec, csl=1 csd=0: 64-bit
+
+    def _psb(self, index):
+        self.psbs.append((self.offset, index))
+        self._emit(PacketType.PSB)
+        self._last_ip = None
+        self._last_psb = self.offset - _PSB_BYTES
+
+    def flush_tnt(self):
+        count = self._tnt_count
+        if count:
+            kind = PacketType.TNT_8 if count <= 6 else PacketType.TNT_64
+            self._emit(kind, "<B7xQ", count, self._tnt_bits)
+            self._tnt_bits = self._tnt_count = 0
+
+    # The flow.
+
+    def enable(self, ip, index):
+        """Tracing (re)starts at ``ip``, the ``index``-th traced instruction."""
+        if not self.psbs:
+            self._psb(index)
+            self._tsc()
+            self._emit(PacketType.PSBEND)
+        else:
+            self._tsc()
+        self._mode_exec()
+        self._ip_packet(PacketType.TIP_PGE, ip)
+        self.enabled = True
+
+    def resync(self, ip, index):
+        """A periodic PSB+ before the non-branch instruction at ``ip``, if one is due."""
+        if self.offset - self._last_psb < self.psb_period:
+            return
+        self.flush_tnt()
+        self._psb(index)
+        self._tsc()
+        self._mode_exec()
+        self._ip_packet(PacketType.FUP, ip)
+        self._emit(PacketType.PSBEND)
+
+    def conditional(self, taken):
+        self._tnt_bits = self._tnt_bits << 1 | taken
+        self._tnt_count += 1
+        if self._tnt_count == _MAX_TNT:
+            self.flush_tnt()
+
+    def indirect(self, target):
+        self.flush_tnt()
+        self._ip_packet(PacketType.TIP, target)
+
+    def leave(self):
+        """A syscall or other far transfer out of user space."""
+        self.flush_tnt()
+        self._suppressed(PacketType.TIP_PGD)
+        self.enabled = False
+
+    def interrupt(self, resume_ip):
+        """An asynchronous exit before the instruction at ``resume_ip``."""
+        self.flush_tnt()
+        self._ip_packet(PacketType.FUP, resume_ip)
+        self._suppressed(PacketType.TIP_PGD)
+        self.enabled = False
+
+    def overflow(self):
+        """The trace buffer overflowed: packets from here on are lost until ``resume``."""
+        self.flush_tnt()
+        self._emit(PacketType.OVF)
+
+    def resume(self, ip):
+        """Tracing continues after an overflow at ``ip``."""
+        self._last_ip = None
+        self._tsc()
+        self._ip_packet(PacketType.FUP, ip)
+
+    def end(self, stop_ip):
+        """Recording stops before the instruction at ``stop_ip``."""
+        if self.enabled:
+            self.interrupt(stop_ip)
+
+    def finish(self):
+        """All bytes written, after end()."""
+        self._drain()
+        self._encoder.close()
+        return bytes(self.data)
+
+

@@ -1,0 +1,274 @@
+"""Recording a program with ptrace: launch, run to the start symbol, single-step every thread.
+
+All traced threads are stepped concurrently (each is re-stepped as soon as
+its step ends), so a thread waiting on another never deadlocks the recording.
+Signals are passed on; a caught one is seen as an asynchronous branch into its
+handler.  The recording ends when a thread reaches the ``until`` symbol (the
+process is then killed), when the process exits, or when it crashes (the
+partial recording is kept and marked).
+"""
+
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+
+from ..elf_info import ElfInfo
+from ..errors import LldbTraceError
+from . import ptrace
+from .classify import Classifier
+from .flow import FlowOptions, ThreadFlow
+from .process_view import ModuleMap, ProcessMemory
+
+
+class RecordError(LldbTraceError):
+    """The program cannot be recorded as asked."""
+
+
+@dataclass
+class RecordOptions:
+    until: str | None = None
+    from_start: bool = False
+    all_threads: bool = False
+    tsc: bool = False
+    psb_period: int = 4096
+    buffer_kb: int | None = None
+    overflow_at: int | None = None
+    overflow_lost: int = 64
+    aslr: bool = False
+
+
+@dataclass
+class Recording:
+    program: str
+    args: list
+    pid: int
+    status: str  # "exited", "until", "crashed", "interrupted"
+    detail: str
+    threads: dict = field(default_factory=dict)  # tid -> ThreadFlow, in creation order
+    streams: dict = field(default_factory=dict)  # tid -> bytes
+    modules: dict = field(default_factory=dict)  # path -> load address
+    tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
+    seconds: float = 0.0
+
+    @property
+    def instructions(self):
+        return sum(len(flow.truth.addresses) for flow in self.threads.values())
+
+
+def resolve_program(program):
+    """The absolute path of an x86-64 ELF executable, or a one-line error."""
+    path = program if "/" in program else shutil.which(program)
+    if not path or not os.path.exists(path):
+        raise RecordError(f"program not found: {program}")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise RecordError(f"{path} is not an executable file")
+    info = ElfInfo(path)
+    info.require_x86_64()
+    return os.path.abspath(path), info
+
+
+def _caught_signals(tid):
+    with open(f"/proc/{tid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class _Session:
+    def __init__(self, program, args, info, options):
+        self.program, self.args, self.info, self.options = program, args, info, options
+        self.pid = ptrace.launch(program, args, aslr=options.aslr)
+        self.memory = ProcessMemory(self.pid)
+        self.modules = ModuleMap(self.pid)
+        self.classifier = Classifier(self._read_code)
+        clock = time.monotonic_ns if options.tsc else None
+        self.flow_options = FlowOptions(options.psb_period, clock, options.overflow_at, options.overflow_lost)
+        self.flows = {}
+        self.finished = {}
+        self.free = set()  # live threads not recorded
+        self.status, self.detail = "exited", ""
+        bias = self.modules.bias_of(program) if info.is_pie else 0
+        self.bias = (bias or 0) - (info.first_load_vaddr if info.is_pie else 0)
+        self.until = self._address_of(options.until) if options.until else None
+
+    def _read_code(self, address, size):
+        self.modules.note_address(address)
+        return self.memory.read(address, size)
+
+    def _address_of(self, name):
+        address = self.info.symbol(name)
+        if address is None:
+            raise RecordError(f"{self.program} has no function symbol '{name}'")
+        return address + self.bias
+
+    # Getting to the start.
+
+    def run_to_start(self):
+        if self.options.from_start:
+            return
+        main = self.info.symbol("main")
+        if main is None:
+            raise RecordError(f"{self.program} has no 'main' symbol: record from process start with --from-start")
+        address = main + self.bias
+        word = ptrace.peek_word(self.pid, address)
+        ptrace.poke_word(self.pid, address, (word & ~0xFF) | 0xCC)
+        ptrace.cont(self.pid)
+        while True:
+            tid, status = ptrace.wait_any()
+            if tid is None or (tid == self.pid and not os.WIFSTOPPED(status)):
+                raise RecordError(f"{self.program} exited before reaching main")
+            if not os.WIFSTOPPED(status):
+                continue
+            sig, event = os.WSTOPSIG(status), status >> 16
+            if tid != self.pid or event:
+                ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
+                continue
+            if sig == signal.SIGTRAP and ptrace.get_rip(tid) == address + 1:
+                ptrace.poke_word(self.pid, address, word)
+                ptrace.set_rip(tid, address)
+                return
+            ptrace.cont(tid, 0 if sig == signal.SIGTRAP else sig)
+
+    # Stepping.
+
+    def _start_thread(self, tid):
+        self.flows[tid] = ThreadFlow(tid, ptrace.get_rip(tid), self.classifier, self.flow_options)
+        ptrace.step(tid)
+
+    def _new_thread(self, tid):
+        if self.options.all_threads:
+            self.flows[tid] = None  # recorded from its first stop
+        else:
+            self.free.add(tid)
+
+    def _end_all(self, reason):
+        for flow in self.flows.values():
+            if flow is not None and not flow.truth.ended:
+                flow.stop(reason)
+
+    def run(self):
+        self._start_thread(self.pid)
+        finished = self.finished
+        while self.flows or self.free:
+            tid, status = ptrace.wait_any()
+            if tid is None:
+                break
+            if not os.WIFSTOPPED(status):
+                self._thread_gone(tid, status, finished)
+                continue
+            if tid not in self.flows and tid not in self.free:
+                self._new_thread(tid)
+            if tid in self.free:
+                sig = os.WSTOPSIG(status)
+                if status >> 16 == ptrace.PTRACE_EVENT_CLONE:
+                    self._new_thread(ptrace.event_message(tid))
+                ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
+                continue
+            if self.flows[tid] is None:
+                self._start_thread(tid)  # its first stop (SIGSTOP)
+                continue
+            if self._stopped(tid, status):
+                break
+        self.threads = {**finished, **{t: f for t, f in self.flows.items() if f is not None}}
+
+    def _thread_gone(self, tid, status, finished):
+        flow = self.flows.pop(tid, None)
+        self.free.discard(tid)
+        if os.WIFSIGNALED(status):
+            where = f"killed by {_signal_name(os.WTERMSIG(status))}"
+            if flow is not None:
+                where += f" at {flow.current:#x}"
+                flow.stop(where)
+            if tid == self.pid and self.status == "exited":
+                self.status, self.detail = "crashed", where
+        elif flow is not None:
+            flow.exited()
+        if tid == self.pid and os.WIFEXITED(status) and self.status == "exited":
+            self.detail = f"exit code {os.WEXITSTATUS(status)}"
+        if flow is not None:
+            finished[tid] = flow
+
+    def _stopped(self, tid, status):
+        """Handle one stop of a recorded thread; True when the recording is over."""
+        flow = self.flows[tid]
+        sig, event = os.WSTOPSIG(status), status >> 16
+        if event == ptrace.PTRACE_EVENT_CLONE:
+            self._new_thread(ptrace.event_message(tid))
+            ptrace.step(tid)
+            return False
+        if sig == signal.SIGTRAP:
+            new_ip = ptrace.get_rip(tid)
+            flow.stepped(new_ip)
+            if new_ip == self.until:
+                self.status, self.detail = "until", f"thread {tid} reached {self.options.until}"
+                self._end_all(f"reached {self.options.until}")
+                return True
+            ptrace.step(tid)
+            return False
+        if sig == signal.SIGSTOP:
+            ptrace.step(tid)  # a stop meant for us (new thread, or group stop)
+            return False
+        return self._deliver(tid, flow, sig)
+
+    def _deliver(self, tid, flow, sig):
+        if not _caught_signals(tid) >> (sig - 1) & 1:
+            ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
+            return False
+        ptrace.step(tid, sig)
+        _, status = os.waitpid(tid, ptrace.WALL)
+        if not os.WIFSTOPPED(status):
+            self._thread_gone(tid, status, self.finished)
+            return False
+        flow.signalled(ptrace.get_rip(tid))
+        if os.WSTOPSIG(status) == signal.SIGTRAP:
+            ptrace.step(tid)
+            return False
+        return self._stopped(tid, status)
+
+    def close(self):
+        self.modules.refresh()
+        ptrace.kill(self.pid)
+        while ptrace.wait_any()[0] is not None:
+            pass
+        self.memory.close()
+
+
+def record(program, args=(), options=None):
+    """Record ``program`` and return a Recording (streams, ground truth, modules)."""
+    options = options or RecordOptions()
+    path, info = resolve_program(program)
+    if options.until and info.symbol(options.until) is None:
+        raise RecordError(f"{path} has no function symbol '{options.until}'")
+    started = time.monotonic()
+    try:
+        session = _Session(path, list(args), info, options)
+    except OSError as error:
+        raise RecordError(f"cannot run {path}: {error.strerror}") from None
+    try:
+        session.run_to_start()
+        tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
+        try:
+            session.run()
+        except KeyboardInterrupt:
+            session.status, session.detail = "interrupted", "stopped by the user"
+            session._end_all("interrupted")
+            session.threads = {**session.finished, **{t: f for t, f in session.flows.items() if f is not None}}
+    finally:
+        session.close()
+    buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
+    recording = Recording(path, list(args), session.pid, session.status, session.detail, session.threads)
+    recording.streams = {tid: flow.finish(buffer_bytes) for tid, flow in session.threads.items()}
+    recording.modules = {p: a for p, a in session.modules.modules.items()}
+    recording.tsc_zero_ns = tsc_zero
+    recording.seconds = time.monotonic() - started
+    return recording

@@ -1,0 +1,66 @@
+"""Facts about ELF files that several layers need (pyelftools underneath)."""
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from .errors import LldbTraceError
+
+
+class NotAnElfError(LldbTraceError):
+    """The file is not an ELF file (or not one we can use)."""
+
+
+class ElfInfo:
+    """The header facts, build id and symbols of one ELF file, read once."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        try:
+            with open(path, "rb") as f:
+                elf = ELFFile(f)
+                self.machine = elf["e_machine"]
+                self.type = elf["e_type"]
+                self.entry = elf["e_entry"]
+                self.build_id = _build_id(elf)
+                self.symbols = _function_symbols(elf)
+                loads = [s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+                self.first_load_vaddr = min(loads) & ~0xFFF if loads else 0
+        except ELFError as error:
+            raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
+
+    @property
+    def is_x86_64(self):
+        return self.machine == "EM_X86_64"
+
+    @property
+    def is_pie(self):
+        return self.type == "ET_DYN"
+
+    def require_x86_64(self):
+        if not self.is_x86_64:
+            raise NotAnElfError(f"{self.path} is not an x86-64 program (its machine is {self.machine})")
+
+    def symbol(self, name):
+        """The file address of function symbol ``name``, or None."""
+        return self.symbols.get(name)
+
+
+def _build_id(elf):
+    for section in elf.iter_sections():
+        if section["sh_type"] == "SHT_NOTE":
+            for note in section.iter_notes():
+                if note["n_type"] == "NT_GNU_BUILD_ID":
+                    return note["n_desc"]
+    return None
+
+
+def _function_symbols(elf):
+    symbols = {}
+    for name in (".dynsym", ".symtab"):  # .symtab wins where both have a name
+        table = elf.get_section_by_name(name)
+        if table is None:
+            continue
+        for symbol in table.iter_symbols():
+            if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_value"]:
+                symbols[symbol.name] = symbol["st_value"]
+    return symbols

@@ -1,0 +1,97 @@
+"""Decode a native-format bundle's threads with libipt directly, for checking recordings.
+
+Independent of the project's own decoder (issue 5): the instruction decoder
+gives every address; the block decoder's blocks must tile the same addresses.
+Both resynchronize at the next PSB after an error, as a debugger would.
+"""
+
+import json
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from lldb_trace import libipt
+
+
+def bundle_image(bundle_path):
+    """An Image with every module's executable segments at its load address."""
+    bundle_path = Path(bundle_path)
+    bundle = json.loads(bundle_path.read_text())
+    image = libipt.Image("bundle")
+    for module in bundle["processes"][0]["modules"]:
+        path = bundle_path.parent / module.get("file", module["systemPath"])
+        load = int(module["loadAddress"], 0) if isinstance(module["loadAddress"], str) else module["loadAddress"]
+        with open(path, "rb") as f:
+            segments = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
+        low = min(s["p_vaddr"] for s in segments) & ~0xFFF
+        for segment in segments:
+            if segment["p_flags"] & 1:
+                image.add_file(str(path), segment["p_offset"], segment["p_filesz"], load - low + segment["p_vaddr"])
+    return bundle, image
+
+
+def _items(decoder):
+    """Items in order: ints for instructions (or Blocks), ("error", code) for gaps, ("event", Event)."""
+    try:
+        status = decoder.sync_forward()
+    except libipt.LibiptError as error:
+        yield ("error", error.code)
+        return
+    while True:
+        while status & libipt.StatusFlag.EVENT_PENDING:
+            status, event = decoder.event()
+            yield ("event", event)
+        try:
+            status, item = decoder.next()
+            yield item
+        except libipt.LibiptError as error:
+            if error.partial is not None:
+                yield error.partial
+            if error.code == libipt.ErrorCode.EOS:
+                return
+            yield ("error", error.code)
+            try:
+                status = decoder.sync_forward()
+            except libipt.LibiptError:
+                return
+
+
+def segments_of(items):
+    """Split instruction addresses into runs separated by errors and overflow events."""
+    runs, current = [], []
+    for item in items:
+        gap = isinstance(item, tuple) and (
+            item[0] == "error" or (item[0] == "event" and item[1].type == libipt.EventType.OVERFLOW)
+        )
+        if gap:
+            if current:
+                runs.append(current)
+            current = []
+        elif isinstance(item, libipt.Insn):
+            current.append(item.ip)
+    if current:
+        runs.append(current)
+    return runs
+
+
+def decode_thread(bundle_path, tid, decoder_class=libipt.InsnDecoder):
+    bundle, image = bundle_image(bundle_path)
+    thread = next(t for t in bundle["processes"][0]["threads"] if t["tid"] == tid)
+    trace = (Path(bundle_path).parent / thread["iptTrace"]).read_bytes()
+    cpu = bundle["cpuInfo"]
+    config = libipt.Config(trace, libipt.Cpu(cpu["family"], cpu["model"], cpu["stepping"]))
+    with image, decoder_class(config, image) as decoder:
+        return list(_items(decoder))
+
+
+def blocks_tile(blocks_items, addresses):
+    """True when the block decoder's blocks cover ``addresses`` exactly, in order, between gaps."""
+    flat = [item for item in blocks_items if isinstance(item, libipt.Block)]
+    position = 0
+    for block in flat:
+        if addresses[position] != block.ip:
+            return False
+        position += block.ninsn
+        if addresses[position - 1] != block.end_ip:
+            return False
+    return position == len(addresses)
