@@ -70,6 +70,10 @@ def _record(args):
         f"({rate:,.0f}/s): {recording.status}{': ' + recording.detail if recording.detail else ''}"
     )
     print(f"wrote {path}")
+    if args.until and recording.status != "until":
+        print(
+            f"note: {program} never reached {args.until}; the recording runs until the program ended", file=sys.stderr
+        )
     if recording.status == "crashed":
         print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
 

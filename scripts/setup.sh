@@ -14,6 +14,14 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 if [ "$mode" = test ]; then
   command -v gcc >/dev/null || packages+=(gcc libc6-dev)
   [ -f /usr/include/intel-pt.h ] || packages+=(libipt-dev)  # struct layout cross-check
+  command -v strip >/dev/null || packages+=(binutils)
+  # Native LLDB with its intel-pt plugin: the independent decoder the tests compare with.
+  if ! command -v lldb-22 >/dev/null || ! dpkg -s python3-lldb-22 >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then
+      apt-get update -qq
+      if apt-cache show lldb-22 python3-lldb-22 >/dev/null 2>&1; then packages+=(lldb-22 python3-lldb-22); fi
+    fi
+  fi
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -20,6 +20,8 @@ def bundle_image(bundle_path):
     image = libipt.Image("bundle")
     for module in bundle["processes"][0]["modules"]:
         path = bundle_path.parent / module.get("file", module["systemPath"])
+        if not path.exists():
+            continue  # a missing image: its code decodes as gaps
         load = int(module["loadAddress"], 0) if isinstance(module["loadAddress"], str) else module["loadAddress"]
         with open(path, "rb") as f:
             segments = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]

@@ -185,5 +185,3 @@ class StreamWriter:
         self._drain()
         self._encoder.close()
         return bytes(self.data)
-
-
