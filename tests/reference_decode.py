@@ -58,6 +58,13 @@ def _items(decoder):
                 return
 
 
+def events_of(items, kind=None):
+    """The events among decoded items, optionally only those of one type."""
+    return [
+        item[1] for item in items if isinstance(item, tuple) and item[0] == "event" and kind in (None, item[1].type)
+    ]
+
+
 def segments_of(items):
     """Split instruction addresses into runs separated by errors and overflow events."""
     runs, current = [], []

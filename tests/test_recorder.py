@@ -16,12 +16,12 @@ import reference_decode
 from conftest import ROOT
 
 from lldb_trace import libipt
-from lldb_trace.errors import LldbTraceError
 from lldb_trace.capture.ground_truth import GroundTruth
 from lldb_trace.capture.session import RecordError, RecordOptions, record
+from lldb_trace.errors import LldbTraceError
 
 sys.path.insert(0, str(ROOT / "test_traces"))
-import scenarios  # noqa: E402
+import scenarios
 
 COMMITTED = [s.name for s in scenarios.SCENARIOS if s.committed]
 
@@ -74,8 +74,8 @@ def test_basic_covers_plt_libc_and_syscalls(scenario_bundle):
     bundle = json.loads(bundle_path.read_text())
     names = [os.path.basename(m["systemPath"]) for m in bundle["processes"][0]["modules"]]
     assert "libc.so.6" in names and "basic" in names
-    [(tid, truth, items)] = list(check_exact(bundle_path))
-    events = [item[1].type for item in items if isinstance(item, tuple) and item[0] == "event"]
+    [(_tid, truth, items)] = list(check_exact(bundle_path))
+    events = [event.type for event in reference_decode.events_of(items)]
     # Every syscall (write, getpid, exit_group...) disables tracing; each resumption re-enables it.
     assert events.count(libipt.EventType.DISABLED) >= 3
     assert events.count(libipt.EventType.ENABLED) == events.count(libipt.EventType.DISABLED)
@@ -86,7 +86,7 @@ def test_static_non_pie_with_rep_instructions(scenario_bundle):
     bundle_path = scenario_bundle("static")
     module = json.loads(bundle_path.read_text())["processes"][0]["modules"]
     assert len(module) == 1 and module[0]["loadAddress"] == "0x400000"
-    [(tid, truth, items)] = list(check_exact(bundle_path))
+    [(_tid, _truth, items)] = list(check_exact(bundle_path))
     rep = [i.ip for i in items if isinstance(i, libipt.Insn) and i.raw[:1] == b"\xf3"]
     assert len(rep) == 2  # rep stosb and rep movsb, each reported once though they ran 16 times
 
@@ -106,13 +106,13 @@ def test_threads_have_their_own_streams(scenario_bundle):
 def test_timestamps_increase(scenario_bundle):
     bundle_path = scenario_bundle("timestamps")
     assert json.loads(bundle_path.read_text())["tscPerfZeroConversion"]["timeMult"] == 1
-    [(tid, truth, items)] = list(check_exact(bundle_path))
-    stamps = [item[1].tsc for item in items if isinstance(item, tuple) and item[0] == "event" and item[1].tsc]
+    [(_tid, _truth, items)] = list(check_exact(bundle_path))
+    stamps = [event.tsc for event in reference_decode.events_of(items) if event.tsc]
     assert len(stamps) > 5 and stamps == sorted(stamps) and stamps[-1] > stamps[0]
 
 
 def test_overflow_gap_is_exactly_where_it_was_injected(scenario_bundle):
-    [(tid, truth, items)] = list(check_exact(scenario_bundle("overflow")))
+    [(_tid, truth, items)] = list(check_exact(scenario_bundle("overflow")))
     [(start, end)] = truth.lost
     assert end - start >= 200
     overflows = [
@@ -123,7 +123,7 @@ def test_overflow_gap_is_exactly_where_it_was_injected(scenario_bundle):
 
 def test_snapshot_starts_mid_stream(scenario_bundle):
     bundle_path = scenario_bundle("snapshot")
-    [(tid, truth, items)] = list(check_exact(bundle_path))
+    [(tid, truth, _items)] = list(check_exact(bundle_path))
     trace = (bundle_path.parent / "traces" / f"{tid}.ipt").read_bytes()
     assert len(trace) == 1024 and not trace.startswith(bytes.fromhex("0282" * 8))
     assert 0 < truth.snapshot_from < len(truth.addresses)
@@ -148,18 +148,18 @@ def test_crash_recording_is_partial_and_marked(scenario_bundle):
     bundle_path = scenario_bundle("crash")
     status = json.loads((bundle_path.parent / "recording.json").read_text())
     assert status["status"] == "crashed" and "SIGSEGV" in status["detail"]
-    [(tid, truth, items)] = list(check_exact(bundle_path))
+    [(_tid, truth, items)] = list(check_exact(bundle_path))
     assert truth.ended.startswith("killed by SIGSEGV at ")
     fault = int(truth.ended.rsplit(" ", 1)[1], 16)
     # The faulting load never completed: tracing stops asynchronously right at it.
-    disabled = [i[1] for i in items if isinstance(i, tuple) and i[0] == "event"][-1]
+    disabled = reference_decode.events_of(items)[-1]
     assert disabled.type == libipt.EventType.ASYNC_DISABLED and disabled.at == fault
     assert truth.addresses[-1] != fault
 
 
 @pytest.mark.slow
 def test_a_million_instructions(scenario_bundle):
-    [(tid, truth, items)] = list(check_exact(scenario_bundle("million")))
+    [(_tid, truth, _items)] = list(check_exact(scenario_bundle("million")))
     assert len(truth.addresses) >= 1_000_000
 
 

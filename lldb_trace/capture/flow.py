@@ -90,12 +90,15 @@ class ThreadFlow:
         elif new_ip != (insn.target if flow == Flow.DIRECT else insn.next_address) and not insn.repeats:
             # Not where the instruction leads: something asynchronous moved the thread.
             writer.interrupt(insn.target if flow == Flow.DIRECT else insn.next_address)
-        if self._overflow_state == "armed" and index >= self.options.overflow_at:
-            if flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:
-                writer.overflow()
-                self._overflow_state = "lost"
-                self._lost_start = index + 1
-                self._enabled_in_gap = True
+        if self._overflow_due(index) and flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:
+            # Right after a packet-carrying branch, so decoders lose exactly what follows.
+            writer.overflow()
+            self._overflow_state = "lost"
+            self._lost_start = index + 1
+            self._enabled_in_gap = True
+
+    def _overflow_due(self, index):
+        return self._overflow_state == "armed" and index >= self.options.overflow_at
 
     def _step_in_gap(self, insn, index, new_ip):
         if insn.flow == Flow.FAR:

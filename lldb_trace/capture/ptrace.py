@@ -6,8 +6,8 @@ memory, and clone/exit bookkeeping.  Every failing call raises PtraceError
 with the errno text.
 """
 
+import contextlib
 import ctypes
-import errno
 import os
 import signal
 from ctypes import c_int, c_long, c_void_p
@@ -21,7 +21,6 @@ PTRACE_POKETEXT = 4
 PTRACE_POKEUSER = 6
 PTRACE_CONT = 7
 PTRACE_SINGLESTEP = 9
-PTRACE_DETACH = 17
 PTRACE_SETOPTIONS = 0x4200
 PTRACE_GETEVENTMSG = 0x4201
 
@@ -119,13 +118,6 @@ def cont(tid, sig=0):
     ptrace(PTRACE_CONT, tid, 0, sig)
 
 
-def detach(tid, sig=0):
-    try:
-        ptrace(PTRACE_DETACH, tid, 0, sig)
-    except PtraceError:
-        pass  # already gone
-
-
 def event_message(tid):
     message = ctypes.c_ulong()
     ptrace(PTRACE_GETEVENTMSG, tid, 0, ctypes.addressof(message))
@@ -144,10 +136,5 @@ def wait_any():
 
 
 def kill(pid):
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-__all__ = ["PtraceError", "errno"]
