@@ -30,9 +30,11 @@ def _module_entry(path, load_address, outdir, copy):
 
 
 def write_bundle(recording, outdir, copy_program=False):
-    """Write the bundle; returns the path of trace.json."""
-    os.makedirs(os.path.join(outdir, "traces"), exist_ok=True)
-    os.makedirs(os.path.join(outdir, "ground_truth"), exist_ok=True)
+    """Write the bundle (replacing an earlier one in ``outdir``); returns the path of trace.json."""
+    for owned in ("traces", "ground_truth", "modules"):  # no stale threads from an earlier recording
+        shutil.rmtree(os.path.join(outdir, owned), ignore_errors=True)
+    os.makedirs(os.path.join(outdir, "traces"))
+    os.makedirs(os.path.join(outdir, "ground_truth"))
     threads = []
     for tid, flow in recording.threads.items():
         trace = os.path.join("traces", f"{tid}.ipt")

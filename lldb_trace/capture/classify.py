@@ -49,23 +49,21 @@ _STRING_OPS |= {x86.X86_INS_INSB, x86.X86_INS_INSW, x86.X86_INS_INSD, x86.X86_IN
 _STRING_OPS |= {x86.X86_INS_OUTSD}
 
 
-class Classifier:
-    """Classifies instructions read through ``read_memory(address, size) -> bytes``."""
+class Classifier(dict):
+    """Classifies instructions read through ``read_memory(address, size) -> bytes``.
+
+    A dict from address to Insn that decodes on a miss, so the recorder's hot
+    path is a plain dict lookup.
+    """
 
     def __init__(self, read_memory):
+        super().__init__()
         self._read = read_memory
-        self._cache = {}
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
 
-    def forget(self):
-        """Drop cached decodings (after code may have changed, e.g. exec or dlopen)."""
-        self._cache.clear()
-
-    def __getitem__(self, address):
-        insn = self._cache.get(address)
-        if insn is None:
-            insn = self._cache[address] = self._classify(address)
+    def __missing__(self, address):
+        insn = self[address] = self._classify(address)
         return insn
 
     def _classify(self, address):

@@ -12,6 +12,9 @@ from .classify import Flow
 from .ground_truth import GroundTruth
 from .pt_writer import StreamWriter
 
+# Module constants: the hot path compares plain ints, not enum attribute lookups.
+_OTHER, _DIRECT, _CONDITIONAL, _INDIRECT, _FAR = (int(f) for f in Flow)
+
 
 @dataclass
 class FlowOptions:
@@ -39,11 +42,29 @@ class ThreadFlow:
 
     def stepped(self, new_ip):
         """The instruction at ``current`` ran and the thread now stands at ``new_ip``."""
-        insn = self.classifier[self.current]
-        if insn.repeats and new_ip == self.current:
+        current = self.current
+        insn = self.classifier[current]
+        if insn.repeats and new_ip == current:
             return  # another REP iteration: PT reports the instruction once
-        index = len(self.truth.addresses)
-        self.truth.addresses.append(self.current)
+        addresses = self.truth.addresses
+        index = len(addresses)
+        addresses.append(current)
+        writer = self.writer
+        if self._overflow_state == "off" and writer.enabled:
+            # The common cases, kept short: no packet, or one TNT bit.
+            flow = insn.flow
+            if flow == _CONDITIONAL:
+                writer.conditional(new_ip != insn.next_address)
+                self.current = new_ip
+                return
+            if flow == _DIRECT and new_ip == insn.target:
+                self.current = new_ip
+                return
+            if flow == _OTHER and new_ip == insn.next_address and not insn.repeats:
+                if writer.written - writer.last_psb >= writer.psb_period:
+                    writer.resync(current, index)
+                self.current = new_ip
+                return
         if self._overflow_state == "lost":
             self._step_in_gap(insn, index, new_ip)
         else:

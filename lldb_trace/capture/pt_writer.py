@@ -29,7 +29,6 @@ from ..libipt.structs import pt_packet
 
 _CHUNK = 1 << 16
 _MAX_TNT = 47
-_PSB_BYTES = 16
 
 
 def _compress(last_ip, ip):
@@ -54,10 +53,11 @@ class StreamWriter:
         self.data = bytearray()
         self.psbs = []  # (stream offset of each PSB, index of the instruction it synchronizes at)
         self.enabled = False
+        self.written = 0  # bytes encoded so far (pt_enc_next returns each packet's size)
         self._last_ip = None
         self._tnt_bits = 0
         self._tnt_count = 0
-        self._last_psb = 0
+        self.last_psb = 0
         self._config = libipt.Config(bytearray(_CHUNK))
         self._encoder = libipt.Encoder(self._config)
         self._packet = pt_packet()
@@ -77,16 +77,13 @@ class StreamWriter:
             if -status != libipt.ErrorCode.EOS:
                 raise libipt.LibiptError(status, f"pt_enc_next {PacketType(kind).name}")
             self._drain()
-            libipt.check(self._next(self._handle, self._packet_ref), f"pt_enc_next {PacketType(kind).name}")
+            status = libipt.check(self._next(self._handle, self._packet_ref), f"pt_enc_next {PacketType(kind).name}")
+        self.written += status
 
     def _drain(self):
         used = self._encoder.offset
         self.data += self._config.trace[:used]
         self._encoder.sync_set(0)
-
-    @property
-    def offset(self):
-        return len(self.data) + self._encoder.offset
 
     def _ip_packet(self, kind, ip):
         ipc, payload = _compress(self._last_ip, ip)
@@ -104,10 +101,10 @@ class StreamWriter:
         self._emit(PacketType.MODE, "<II", 0, 1)  # leaf exec, csl=1 csd=0: 64-bit
 
     def _psb(self, index):
-        self.psbs.append((self.offset, index))
+        self.psbs.append((self.written, index))
+        self.last_psb = self.written
         self._emit(PacketType.PSB)
         self._last_ip = None
-        self._last_psb = self.offset - _PSB_BYTES
 
     def flush_tnt(self):
         count = self._tnt_count
@@ -132,7 +129,7 @@ class StreamWriter:
 
     def resync(self, ip, index):
         """A periodic PSB+ before the non-branch instruction at ``ip``, if one is due."""
-        if self.offset - self._last_psb < self.psb_period:
+        if self.written - self.last_psb < self.psb_period:
             return
         self.flush_tnt()
         self._psb(index)

@@ -1,0 +1,73 @@
+"""Recording speed: lldb_trace's software recorder against GDB's ``record full``.
+
+    python benchmarks/bench_record.py [N]
+
+Both record the same program (test_traces/src/million.c built with -DN=N, so
+about 13*N*N instructions) from main until it calls finished(), on the same
+machine.  GDB is timed around its ``continue`` only, via its Python API.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lldb_trace.capture.session import RecordOptions, record
+
+SOURCE = Path(__file__).resolve().parent.parent / "test_traces" / "src" / "million.c"
+
+GDB_SCRIPT = """
+set pagination off
+set confirm off
+break main
+run
+record full
+set record full insn-number-max unlimited
+break finished
+python import time; started = time.perf_counter()
+continue
+python print("GDB_SECONDS", time.perf_counter() - started)
+info record
+kill
+"""
+
+
+def build(directory, n):
+    binary = Path(directory) / "million"
+    subprocess.run(["gcc", "-O0", "-g", f"-DN={n}", "-o", str(binary), str(SOURCE)], check=True)
+    return str(binary)
+
+
+def ours(binary):
+    started = time.perf_counter()
+    recording = record(binary, [], RecordOptions(until="finished"))
+    return recording.instructions, time.perf_counter() - started
+
+
+def gdb(binary, directory):
+    if not shutil.which("gdb"):
+        return None
+    script = Path(directory) / "record.gdb"
+    script.write_text(GDB_SCRIPT)
+    output = subprocess.run(["gdb", "-batch", "-nx", "-x", str(script), binary], capture_output=True, text=True).stdout
+    seconds = float(re.search(r"GDB_SECONDS ([\d.]+)", output).group(1))
+    count = int(re.search(r"Log contains (\d+) instructions", output).group(1))
+    return count, seconds
+
+
+def main(n):
+    with tempfile.TemporaryDirectory() as directory:
+        binary = build(directory, n)
+        for name, result in (("lldb_trace record", ours(binary)), ("gdb record full", gdb(binary, directory))):
+            if result is None:
+                print(f"{name:<18} (gdb not installed)")
+                continue
+            count, seconds = result
+            print(f"{name:<18} {count:>9} instructions in {seconds:7.2f} s = {count / seconds:>9,.0f} instructions/s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
