@@ -11,11 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from lldb_trace.capture.classify import Classifier
 from lldb_trace.capture.flow import FlowOptions, ThreadFlow
 from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.elf_info import ElfInfo
 
 
 def code_reader(bundle_dir):
@@ -25,12 +24,8 @@ def code_reader(bundle_dir):
     for module in bundle["processes"][0]["modules"]:
         path = bundle_dir / module.get("file", module["systemPath"])
         data = path.read_bytes()
-        with open(path, "rb") as f:
-            loads = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
-        bias = int(module["loadAddress"], 16) - (min(s["p_vaddr"] for s in loads) & ~0xFFF)
-        for s in loads:
-            start = bias + s["p_vaddr"]
-            regions.append((start, start + s["p_filesz"], data[s["p_offset"] : s["p_offset"] + s["p_filesz"]]))
+        for s in ElfInfo(path).loaded_segments(int(module["loadAddress"], 16)):
+            regions.append((s.vaddr, s.vaddr + s.size, data[s.offset : s.offset + s.size]))
 
     def read(address, size):
         for start, end, chunk in regions:

@@ -1,5 +1,7 @@
 """Facts about ELF files that several layers need (pyelftools underneath)."""
 
+from typing import NamedTuple
+
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
@@ -8,6 +10,15 @@ from .errors import LldbTraceError
 
 class NotAnElfError(LldbTraceError):
     """The file is not an ELF file (or not one we can use)."""
+
+
+class Segment(NamedTuple):
+    """A PT_LOAD segment: where its bytes are in the file and where they load."""
+
+    offset: int
+    size: int
+    vaddr: int
+    executable: bool
 
 
 class ElfInfo:
@@ -23,10 +34,19 @@ class ElfInfo:
                 self.entry = elf["e_entry"]
                 self.build_id = _build_id(elf)
                 self.symbols = _function_symbols(elf)
-                loads = [s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-                self.first_load_vaddr = min(loads) & ~0xFFF if loads else 0
+                self.segments = [
+                    Segment(s["p_offset"], s["p_filesz"], s["p_vaddr"], bool(s["p_flags"] & 1))
+                    for s in elf.iter_segments()
+                    if s["p_type"] == "PT_LOAD"
+                ]
+                self.first_load_vaddr = min(s.vaddr for s in self.segments) & ~0xFFF if self.segments else 0
         except ELFError as error:
             raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
+
+    def loaded_segments(self, load_address):
+        """Segments with ``vaddr`` moved to where the file loads when its lowest page is at ``load_address``."""
+        bias = load_address - self.first_load_vaddr
+        return [s._replace(vaddr=s.vaddr + bias) for s in self.segments]
 
     @property
     def is_x86_64(self):

@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from lldb_trace import libipt
+from lldb_trace.elf_info import ElfInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "test_traces" / "sample"
@@ -24,12 +24,7 @@ def sample_expected():
 @pytest.fixture(scope="session")
 def sample_segments():
     """``(file offset, size, vaddr)`` of the sample binary's executable segments."""
-    with open(SAMPLE / "sample", "rb") as f:
-        return [
-            (seg["p_offset"], seg["p_filesz"], seg["p_vaddr"])
-            for seg in ELFFile(f).iter_segments()
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1
-        ]
+    return [(s.offset, s.size, s.vaddr) for s in ElfInfo(SAMPLE / "sample").segments if s.executable]
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ Both resynchronize at the next PSB after an error, as a debugger would.
 import json
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from lldb_trace import libipt
+from lldb_trace.elf_info import ElfInfo
 
 
 def bundle_image(bundle_path):
@@ -23,12 +22,9 @@ def bundle_image(bundle_path):
         if not path.exists():
             continue  # a missing image: its code decodes as gaps
         load = int(module["loadAddress"], 0) if isinstance(module["loadAddress"], str) else module["loadAddress"]
-        with open(path, "rb") as f:
-            segments = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
-        low = min(s["p_vaddr"] for s in segments) & ~0xFFF
-        for segment in segments:
-            if segment["p_flags"] & 1:
-                image.add_file(str(path), segment["p_offset"], segment["p_filesz"], load - low + segment["p_vaddr"])
+        for segment in ElfInfo(path).loaded_segments(load):
+            if segment.executable:
+                image.add_file(str(path), segment.offset, segment.size, segment.vaddr)
     return bundle, image
 
 

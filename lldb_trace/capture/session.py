@@ -97,19 +97,13 @@ class _Session:
         self.finished = {}
         self.free = set()  # live threads not recorded
         self.status, self.detail = "exited", ""
-        bias = self.modules.bias_of(program) if info.is_pie else 0
-        self.bias = (bias or 0) - (info.first_load_vaddr if info.is_pie else 0)
-        self.until = self._address_of(options.until) if options.until else None
+        # A PIE's symbols are file addresses: add where the loader put the file.
+        self.bias = (self.modules.bias_of(program) or 0) - info.first_load_vaddr if info.is_pie else 0
+        self.until = info.symbol(options.until) + self.bias if options.until else None
 
     def _read_code(self, address, size):
         self.modules.note_address(address)
         return self.memory.read(address, size)
-
-    def _address_of(self, name):
-        address = self.info.symbol(name)
-        if address is None:
-            raise RecordError(f"{self.program} has no function symbol '{name}'")
-        return address + self.bias
 
     # Getting to the start.
 
@@ -158,13 +152,12 @@ class _Session:
 
     def run(self):
         self._start_thread(self.pid)
-        finished = self.finished
         while self.flows or self.free:
             tid, status = ptrace.wait_any()
             if tid is None:
                 break
             if not os.WIFSTOPPED(status):
-                self._thread_gone(tid, status, finished)
+                self._thread_gone(tid, status)
                 continue
             if tid not in self.flows and tid not in self.free:
                 self._new_thread(tid)
@@ -179,9 +172,12 @@ class _Session:
                 continue
             if self._stopped(tid, status):
                 break
-        self.threads = {**finished, **{t: f for t, f in self.flows.items() if f is not None}}
 
-    def _thread_gone(self, tid, status, finished):
+    def recorded_threads(self):
+        """Every recorded thread, ended or still live, in the order they appeared."""
+        return {**self.finished, **{t: f for t, f in self.flows.items() if f is not None}}
+
+    def _thread_gone(self, tid, status):
         flow = self.flows.pop(tid, None)
         self.free.discard(tid)
         if os.WIFSIGNALED(status):
@@ -196,7 +192,7 @@ class _Session:
         if tid == self.pid and os.WIFEXITED(status) and self.status == "exited":
             self.detail = f"exit code {os.WEXITSTATUS(status)}"
         if flow is not None:
-            finished[tid] = flow
+            self.finished[tid] = flow
 
     def _stopped(self, tid, status):
         """Handle one stop of a recorded thread; True when the recording is over."""
@@ -227,7 +223,7 @@ class _Session:
         ptrace.step(tid, sig)
         _, status = os.waitpid(tid, ptrace.WALL)
         if not os.WIFSTOPPED(status):
-            self._thread_gone(tid, status, self.finished)
+            self._thread_gone(tid, status)
             return False
         flow.signalled(ptrace.get_rip(tid))
         if os.WSTOPSIG(status) == signal.SIGTRAP:
@@ -262,12 +258,12 @@ def record(program, args=(), options=None):
         except KeyboardInterrupt:
             session.status, session.detail = "interrupted", "stopped by the user"
             session._end_all("interrupted")
-            session.threads = {**session.finished, **{t: f for t, f in session.flows.items() if f is not None}}
     finally:
         session.close()
     buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
-    recording = Recording(path, list(args), session.pid, session.status, session.detail, session.threads)
-    recording.streams = {tid: flow.finish(buffer_bytes) for tid, flow in session.threads.items()}
+    threads = session.recorded_threads()
+    recording = Recording(path, list(args), session.pid, session.status, session.detail, threads)
+    recording.streams = {tid: flow.finish(buffer_bytes) for tid, flow in threads.items()}
     recording.modules = {p: a for p, a in session.modules.modules.items()}
     recording.tsc_zero_ns = tsc_zero
     recording.seconds = time.monotonic() - started
