@@ -1,5 +1,6 @@
 """Facts about ELF files that several layers need (pyelftools underneath)."""
 
+from functools import cached_property
 from typing import NamedTuple
 
 from elftools.common.exceptions import ELFError
@@ -19,6 +20,7 @@ class Segment(NamedTuple):
     size: int
     vaddr: int
     executable: bool
+    memory_size: int = 0
 
 
 class ElfInfo:
@@ -33,13 +35,15 @@ class ElfInfo:
                 self.type = elf["e_type"]
                 self.entry = elf["e_entry"]
                 self.build_id = _build_id(elf)
-                self.symbols = _function_symbols(elf)
                 self.segments = [
-                    Segment(s["p_offset"], s["p_filesz"], s["p_vaddr"], bool(s["p_flags"] & 1))
+                    Segment(s["p_offset"], s["p_filesz"], s["p_vaddr"], bool(s["p_flags"] & 1), s["p_memsz"])
                     for s in elf.iter_segments()
                     if s["p_type"] == "PT_LOAD"
                 ]
                 self.first_load_vaddr = min(s.vaddr for s in self.segments) & ~0xFFF if self.segments else 0
+                self.load_span = (
+                    max((s.vaddr + s.memory_size for s in self.segments), default=0) - self.first_load_vaddr
+                )
         except ELFError as error:
             raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
 
@@ -59,6 +63,12 @@ class ElfInfo:
     def require_x86_64(self):
         if not self.is_x86_64:
             raise NotAnElfError(f"{self.path} is not an x86-64 program (its machine is {self.machine})")
+
+    @cached_property
+    def symbols(self):
+        """Function symbols by name (read on first use: large libraries have many)."""
+        with open(self.path, "rb") as f:
+            return _function_symbols(ELFFile(f))
 
     def symbol(self, name):
         """The file address of function symbol ``name``, or None."""

@@ -1,15 +1,23 @@
 """LLDB commands: the only layer (with target/) that imports ``lldb``.
 
 Each command family lives in its own module and is registered under the
-``pt`` container by :func:`register`.
+``pt`` container by :func:`register`, which also routes LLDB's built-in
+``trace`` commands to them (see routing.py).
 """
+
+import sys
 
 import lldb
 
 from ..errors import LldbTraceError
+from . import routing
+from .dump import DumpCommand
+from .load import LoadCommand
+from .schema import SchemaCommand
 
 CONTAINER = "pt"
 CONTAINER_HELP = "Intel Processor Trace: load, inspect and record control-flow traces (lldb_trace)."
+COMMANDS = (LoadCommand, SchemaCommand, DumpCommand)
 
 
 def run(debugger, command):
@@ -22,5 +30,24 @@ def run(debugger, command):
 
 
 def register(debugger):
-    """Create (or re-create, on a repeated import) the ``pt`` container."""
+    """Create (or re-create, on a repeated import) the ``pt`` commands and the routes to them."""
     run(debugger, f'command container add -o -h "{CONTAINER_HELP}" {CONTAINER}')
+    for command in COMMANDS:
+        run(debugger, f"command script add -o -p -c {command.__module__}.{command.__name__} {CONTAINER} {command.name}")
+    routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
+    if routed:
+        names = ", ".join(f"'{name}'" for name in routed)
+        _say(
+            debugger,
+            f"lldb_trace: {names} run lldb_trace's 'pt' commands ({routing.DISABLE_VARIABLE}=1 turns this off)",
+        )
+
+
+def _say(debugger, line):
+    """One line on the debugger's own output (where its command output goes)."""
+    output = debugger.GetOutputFile()
+    if output.IsValid():
+        output.Write(f"{line}\n".encode())
+        output.Flush()
+    else:
+        print(line, file=sys.stdout)

@@ -1,0 +1,207 @@
+"""Read and check a bundle file, all or nothing: every problem is one line naming the JSON path or file.
+
+The checks a debugger would otherwise trip over later (a missing or empty
+trace, a module that is not the binary that ran) are made here, before any
+LLDB target exists, so a failed load leaves nothing half-created.
+"""
+
+import json
+from pathlib import Path
+
+from ..elf_info import ElfInfo, NotAnElfError
+from ..errors import LldbTraceError
+from .model import Bundle, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, TscConversion
+from .schemas import SchemaError, validate
+
+DEFAULT_TRIPLE = "x86_64-unknown-linux-gnu"
+DEFAULT_KERNEL_LOAD_ADDRESS = 0xFFFFFFFF81000000
+BUNDLE_FILE_IN_DIRECTORY = "trace.json"
+_MACHINES = {"x86_64": "EM_X86_64", "i386": "EM_386", "i486": "EM_386", "i586": "EM_386", "i686": "EM_386"}
+
+
+class BundleError(LldbTraceError):
+    """The bundle cannot be loaded; the message names where and what to do."""
+
+
+def load_bundle(path):
+    """Parse, validate and check the bundle at ``path`` (a JSON file, or a folder holding trace.json)."""
+    path = _bundle_file(Path(path).expanduser().absolute())
+    text = _read_text(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BundleError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None
+    schema_name = _schema_name(path, document)
+    try:
+        validate(document, schema_name)
+    except SchemaError as error:
+        raise BundleError(f"{path}: {error} (see 'trace schema {schema_name}')") from None
+    return _Builder(path, schema_name).build(document, text)
+
+
+def _bundle_file(path):
+    if path.is_dir():
+        inside = path / BUNDLE_FILE_IN_DIRECTORY
+        if not inside.is_file():
+            raise BundleError(
+                f"{path} is a directory without a {BUNDLE_FILE_IN_DIRECTORY}: give the bundle's JSON file"
+            )
+        return inside
+    return path
+
+
+def _read_text(path):
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BundleError(f"{path}: no such bundle file") from None
+    except PermissionError:
+        raise BundleError(f"{path}: permission denied: make the bundle readable (chmod +r)") from None
+    except UnicodeDecodeError:
+        raise BundleError(f"{path}: not a JSON text file (is it a raw trace? load the bundle's .json)") from None
+    except OSError as error:
+        raise BundleError(f"{path}: cannot read: {error.strerror}") from None
+
+
+def _schema_name(path, document):
+    if isinstance(document, dict) and "trace" in document:
+        return "intel-pt"
+    if isinstance(document, dict) and "type" in document:
+        return "intel-pt-lldb"
+    raise BundleError(
+        f"{path}: not a trace bundle: expected an object with a 'trace' object (the RFC's format) "
+        "or a 'type' key (LLDB's format); see 'trace schema all'"
+    )
+
+
+def parse_address(value):
+    """An address given as an int, a decimal string or a 0x-prefixed hex string."""
+    return value if isinstance(value, int) else int(value, 16 if value[:2].lower() == "0x" else 10)
+
+
+def normalize_uuid(text):
+    """Build-ids compare as lowercase hex; LLDB prints them with dashes and in upper case."""
+    return text.replace("-", "").lower()
+
+
+class _Builder:
+    """Turns a schema-valid document into a Bundle, checking files as it goes."""
+
+    def __init__(self, path, schema_name):
+        self.path = path
+        self.schema_name = schema_name
+        self.native = schema_name == "intel-pt-lldb"
+        self.owners = {}  # tid or pid -> JSON path of its first appearance
+
+    def build(self, document, text):
+        settings = document if self.native else document["trace"]
+        cpu = settings["cpuInfo" if self.native else "pt_cpu"]
+        vendor = "intel" if cpu["vendor"] in ("GenuineIntel", "intel") else "unknown"
+        cpus = tuple(self._cpu(f"cpus[{i}]", c) for i, c in enumerate(document.get("cpus", ())))
+        processes = tuple(
+            self._process(f"processes[{i}]", p, per_cpu=bool(cpus)) for i, p in enumerate(document.get("processes", ()))
+        )
+        conversion = settings.get("tscPerfZeroConversion")
+        kernel = document.get("kernel")
+        return Bundle(
+            path=self.path,
+            format=self.schema_name,
+            cpu=CpuInfo(vendor, cpu["family"], cpu["model"], cpu["stepping"]),
+            processes=processes,
+            cpus=cpus,
+            tsc_conversion=conversion
+            and TscConversion(conversion["timeMult"], conversion["timeShift"], parse_address(conversion["timeZero"])),
+            kernel=kernel and self._kernel(kernel),
+            text=text,
+        )
+
+    def _process(self, where, process, per_cpu):
+        triple = process.get("triple") or DEFAULT_TRIPLE
+        arch = triple.split("-")[0]
+        if arch not in _MACHINES:
+            raise BundleError(f"{self.path}: {where}.triple: '{triple}' is not an x86 triple: Intel PT traces x86 code")
+        self._claim(f"{where}.pid", "pid", process["pid"])
+        threads = tuple(self._thread(f"{where}.threads[{i}]", t, per_cpu) for i, t in enumerate(process["threads"]))
+        modules = tuple(self._module(f"{where}.modules[{i}]", m, arch) for i, m in enumerate(process["modules"]))
+        return Process(process["pid"], triple, threads, modules)
+
+    def _claim(self, where, kind, number):
+        first = self.owners.setdefault((kind, number), where)
+        if first != where:
+            raise BundleError(f"{self.path}: {where}: {kind} {number} appears twice (also at {first})")
+
+    def _thread(self, where, thread, per_cpu):
+        self._claim(f"{where}.tid", "tid", thread["tid"])
+        key = "iptTrace" if self.native else "traceFile"
+        if key not in thread:
+            return Thread(thread["tid"], None)
+        if per_cpu:
+            raise BundleError(f"{self.path}: {where}.{key}: a bundle with per-cpu traces ('cpus') has no thread traces")
+        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]))
+
+    def _cpu(self, where, cpu):
+        return CpuTrace(
+            cpu["id"],
+            self._trace_file(f"{where}.iptTrace", cpu["iptTrace"]),
+            self._file(f"{where}.contextSwitchTrace", cpu["contextSwitchTrace"], "context switch trace"),
+        )
+
+    def _trace_file(self, where, name):
+        path = self._file(where, name, "trace file")
+        if path.stat().st_size == 0:
+            raise BundleError(f"{self.path}: {where}: {path} is empty: the capture recorded no trace here")
+        return path
+
+    def _file(self, where, name, what, fix="fix the path"):
+        """Resolve ``name`` against the bundle's folder and check it is a readable file."""
+        path = (self.path.parent / name).absolute()
+        if not path.exists():
+            raise BundleError(f"{self.path}: {where}: {what} {path} does not exist: {fix}")
+        if path.is_dir():
+            raise BundleError(f"{self.path}: {where}: {what} {path} is a directory, not a file")
+        try:
+            with open(path, "rb"):
+                pass
+        except PermissionError:
+            raise BundleError(f"{self.path}: {where}: {what} {path} is not readable: chmod +r it") from None
+        return path
+
+    def _module(self, where, module, arch):
+        key = "file" if "file" in module else "systemPath"
+        fix = "copy the module there, or bundle it with 'trace save --copy-images'"
+        path = self._file(f"{where}.{key}", module[key], "module", fix)
+        elf = self._elf(f"{where}.{key}", path)
+        if elf.machine != _MACHINES[arch]:
+            raise BundleError(
+                f"{self.path}: {where}.{key}: {path} is an {elf.machine} ELF file, but the process is {arch}"
+            )
+        build_id = elf.build_id
+        uuid = module.get("uuid")
+        if uuid and build_id and normalize_uuid(uuid) != build_id:
+            raise BundleError(
+                f"{self.path}: {where}.uuid: {path} has build-id {build_id}, not {normalize_uuid(uuid)}: "
+                "it is not the binary that ran; set 'file' to a copy of the original"
+            )
+        return Module(
+            system_path=module["systemPath"],
+            path=path,
+            load_address=parse_address(module["loadAddress"]),
+            uuid=uuid,
+            build_id=build_id,
+            size=elf.load_span,
+        )
+
+    def _elf(self, where, path):
+        try:
+            return ElfInfo(path)
+        except NotAnElfError:
+            raise BundleError(
+                f"{self.path}: {where}: {path} is not an ELF file: point it at the module's binary"
+            ) from None
+
+    def _kernel(self, kernel):
+        path = self._file("kernel.file", kernel["file"], "kernel image")
+        elf = self._elf("kernel.file", path)
+        if not elf.is_x86_64:
+            raise BundleError(f"{self.path}: kernel.file: {path} is an {elf.machine} ELF file, not x86-64")
+        return Kernel(path, parse_address(kernel.get("loadAddress", DEFAULT_KERNEL_LOAD_ADDRESS)))

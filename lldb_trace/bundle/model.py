@@ -1,0 +1,95 @@
+"""What a loaded bundle holds, with every path resolved and every address an int."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The CPU that produced the trace; ``vendor`` is "intel" or "unknown"."""
+
+    vendor: str
+    family: int
+    model: int
+    stepping: int
+
+    def __str__(self):
+        if self.vendor != "intel":
+            return "unknown CPU (no errata applied)"
+        return f"Intel family {self.family} model {self.model} stepping {self.stepping}"
+
+
+@dataclass(frozen=True)
+class TscConversion:
+    """perf's time_zero parameters: ns = time_zero + (tsc * mult) >> shift (split to avoid overflow)."""
+
+    time_mult: int
+    time_shift: int
+    time_zero: int
+
+    def to_ns(self, tsc):
+        quotient, remainder = divmod(tsc, 1 << self.time_shift)
+        return self.time_zero + quotient * self.time_mult + ((remainder * self.time_mult) >> self.time_shift)
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module as the bundle names it; ``path`` is the file actually read (``file`` or ``systemPath``)."""
+
+    system_path: str
+    path: Path
+    load_address: int
+    uuid: str | None
+    build_id: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Thread:
+    tid: int
+    trace: Path | None
+
+    @property
+    def trace_size(self):
+        return self.trace.stat().st_size if self.trace else 0
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    triple: str
+    threads: tuple[Thread, ...]
+    modules: tuple[Module, ...]
+
+
+@dataclass(frozen=True)
+class CpuTrace:
+    """A per-core trace and the context switch records that split it among threads."""
+
+    cpu_id: int
+    trace: Path
+    context_switches: Path
+
+
+@dataclass(frozen=True)
+class Kernel:
+    path: Path
+    load_address: int
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A checked bundle: ``format`` is the schema name it matched."""
+
+    path: Path
+    format: str
+    cpu: CpuInfo
+    processes: tuple[Process, ...]
+    cpus: tuple[CpuTrace, ...] = ()
+    tsc_conversion: TscConversion | None = None
+    kernel: Kernel | None = None
+    text: str = field(default="", repr=False)
+
+    def threads(self):
+        """``(process, thread)`` for every thread of every process."""
+        return [(process, thread) for process in self.processes for thread in process.threads]

@@ -1,0 +1,132 @@
+"""The bundle JSON Schemas shipped in ``schemas/``: lookup, validation with JSON-path errors, rendering."""
+
+import json
+from functools import cache
+from importlib import resources
+
+import jsonschema
+
+from ..errors import LldbTraceError
+
+SCHEMA_DIR = resources.files("lldb_trace") / "schemas"
+
+
+class SchemaError(LldbTraceError):
+    """An unknown schema name, or a document that breaks its schema."""
+
+
+def schema_names():
+    """Names accepted by ``trace schema``: one per file in ``schemas/``."""
+    return sorted(entry.name.removesuffix(".json") for entry in SCHEMA_DIR.iterdir() if entry.name.endswith(".json"))
+
+
+@cache
+def schema(name):
+    """The schema called ``name`` as a dict."""
+    if name not in schema_names():
+        raise SchemaError(f"no trace schema named '{name}': the schemas are {', '.join(schema_names())}")
+    return json.loads((SCHEMA_DIR / f"{name}.json").read_text())
+
+
+def validate(document, name):
+    """Raise SchemaError naming the JSON path of the most relevant violation of schema ``name``."""
+    validator = jsonschema.Draft202012Validator(schema(name))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is not None:
+        raise SchemaError(describe(error))
+
+
+def json_path(parts):
+    """``processes[0].threads[1].tid`` from jsonschema's path parts."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".")
+
+
+def _shown(value):
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_JSON_TYPES = {"integer": "an integer", "string": "a string", "object": "an object", "array": "an array"}
+
+
+def describe(error):
+    """One line for a jsonschema ValidationError: the JSON path, what was expected, what was found."""
+    path = json_path(error.absolute_path)
+    kind, expected, found = error.validator, error.validator_value, error.instance
+    if kind == "required":
+        missing = next(key for key in expected if key not in found)
+        return f"{json_path([*error.absolute_path, missing])}: required but missing"
+    if kind == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        extra = next(key for key in found if key not in known)
+        where = json_path([*error.absolute_path, extra])
+        return f"{where}: unknown property (expected one of: {', '.join(known)})"
+    if kind == "dependentRequired":
+        key = next(k for k, needs in expected.items() if k in found and any(n not in found for n in needs))
+        return f"{json_path([*error.absolute_path, key])}: needs {', '.join(expected[key])} as well"
+    path = path or "(top level)"
+    if kind == "type":
+        types = expected if isinstance(expected, list) else [expected]
+        wanted = " or ".join(_JSON_TYPES.get(t, t) for t in types)
+        return f"{path}: expected {wanted}, got {_shown(found)}"
+    if kind == "enum":
+        return f"{path}: expected one of {', '.join(map(_shown, expected))}, got {_shown(found)}"
+    if kind == "const":
+        return f"{path}: expected {_shown(expected)}, got {_shown(found)}"
+    if kind == "pattern":
+        wanted = error.schema.get("description", f"a string matching {expected}").rstrip(".")
+        return f"{path}: expected {wanted[0].lower() + wanted[1:]}, got {_shown(found)}"
+    if kind == "minimum":
+        return f"{path}: expected a value >= {expected}, got {_shown(found)}"
+    if kind == "maximum":
+        return f"{path}: expected a value <= {expected}, got {_shown(found)}"
+    if kind == "minLength":
+        return f"{path}: expected a non-empty string"
+    return f"{path}: {error.message}"
+
+
+def render_schema(name):
+    """The schema as annotated JSON, the way the processor-trace RFC prints it."""
+    document = schema(name)
+    lines = [f"// {document['title']}", *_render(document, document, 0, ""), "// Notes:"]
+    lines.append("// - All paths are either absolute or relative to the bundle file.")
+    lines.append("// - A module's 'file' is read when present, else its 'systemPath'.")
+    return "\n".join(lines)
+
+
+def _render(node, root, depth, prefix, suffix=""):
+    """Lines for one schema node: objects and arrays expand, leaves become one word."""
+    node = _deref(node, root)
+    pad = "  " * depth
+    comment = f"  // {node['description']}" if "description" in node else ""
+    if node.get("type") == "object" and "properties" in node:
+        lines = [f"{pad}{prefix}{{"]
+        required = set(node.get("required", ()))
+        properties = list(node["properties"].items())
+        for number, (key, child) in enumerate(properties, 1):
+            optional = "" if key in required else "?"
+            comma = "," if number < len(properties) else ""
+            lines += _render(child, root, depth + 1, f'"{key}"{optional}: ', comma)
+        return [*lines, f"{pad}}}{suffix}"]
+    if node.get("type") == "array":
+        return [f"{pad}{prefix}[", *_render(node["items"], root, depth + 1, ""), f"{pad}]{suffix}"]
+    return [f"{pad}{prefix}{_leaf(node)}{suffix}{comment}"]
+
+
+def _deref(node, root):
+    while "$ref" in node:
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**root["$defs"][node["$ref"].rsplit("/", 1)[1]], **extra}
+    return node
+
+
+def _leaf(node):
+    if "const" in node:
+        return json.dumps(node["const"])
+    if "enum" in node:
+        return " | ".join(json.dumps(value) for value in node["enum"])
+    types = node.get("type", "any")
+    return " | ".join(types) if isinstance(types, list) else types

@@ -1,0 +1,1 @@
+"""Post-mortem LLDB targets for traced processes (imports ``lldb``)."""

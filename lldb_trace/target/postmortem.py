@@ -1,0 +1,96 @@
+"""Bundle -> LLDB targets: one per process, modules at their load addresses, threads via TraceProcess.
+
+All or nothing: if any process cannot be made into a target, every target
+created for the bundle so far is deleted again.
+"""
+
+import lldb
+
+from ..errors import LldbTraceError
+from ..process_trace import ProcessTrace
+from . import registry
+from .scripted_process import TraceProcess
+
+
+class TargetError(LldbTraceError):
+    """LLDB refused to build a target for the trace."""
+
+
+def create_targets(debugger, bundle):
+    """Targets for every process (and the kernel) of ``bundle``; the first becomes the selected one."""
+    created = []
+    try:
+        for process in bundle.processes:
+            created.append(_process_target(debugger, ProcessTrace(bundle, process)))
+        if bundle.kernel is not None:
+            created.append((_kernel_target(debugger, bundle.kernel), None))
+    except Exception:
+        for target, key in created:
+            registry.remove(key)
+            debugger.DeleteTarget(target)
+        raise
+    targets = [target for target, _key in created]
+    if targets:
+        debugger.SetSelectedTarget(targets[0])
+    return targets
+
+
+def _new_target(debugger, triple):
+    error = lldb.SBError()
+    target = debugger.CreateTarget("", triple, "", False, error)
+    if error.Fail() or not target.IsValid():
+        raise TargetError(f"LLDB could not create a {triple} target: {error.GetCString()}")
+    return target
+
+
+def _process_target(debugger, process_trace):
+    process = process_trace.process
+    target = _new_target(debugger, process.triple)
+    key = registry.add(target, process_trace)
+    try:
+        for module in process.modules:
+            if not target.AddModule(str(module.path), process.triple, module.build_id).IsValid():
+                raise TargetError(f"LLDB could not load module {module.path}")
+        _launch(debugger, target, key)
+        _select_main_thread(target.GetProcess(), process.pid)
+    except Exception:
+        registry.remove(key)
+        debugger.DeleteTarget(target)
+        raise
+    return target, key
+
+
+def _launch(debugger, target, key):
+    """Start the ScriptedProcess synchronously, so the next command already sees it stopped."""
+    launch_info = lldb.SBLaunchInfo(None)
+    launch_info.SetProcessPluginName("ScriptedProcess")
+    launch_info.SetScriptedProcessClassName(f"{TraceProcess.__module__}.{TraceProcess.__name__}")
+    arguments = lldb.SBStructuredData()
+    arguments.SetFromJSON(f'{{"key": "{key}"}}')
+    launch_info.SetScriptedProcessDictionary(arguments)
+    was_async = debugger.GetAsync()
+    debugger.SetAsync(False)
+    try:
+        error = lldb.SBError()
+        process = target.Launch(launch_info, error)
+    finally:
+        debugger.SetAsync(was_async)
+    if error.Fail() or not process.IsValid():
+        raise TargetError(f"LLDB could not create the traced process: {error.GetCString()}")
+
+
+def _select_main_thread(process, pid):
+    main = process.GetThreadByID(pid)
+    if main.IsValid():
+        process.SetSelectedThread(main)
+
+
+def _kernel_target(debugger, kernel):
+    target = _new_target(debugger, "x86_64-unknown-linux-gnu")
+    module = target.AddModule(str(kernel.path), "x86_64-unknown-linux-gnu", None)
+    if not module.IsValid():
+        debugger.DeleteTarget(target)
+        raise TargetError(f"LLDB could not load the kernel image {kernel.path}")
+    slide = kernel.load_address - module.GetObjectFileHeaderAddress().GetFileAddress()
+    target.SetModuleLoadAddress(module, slide)
+    return target

@@ -1,0 +1,113 @@
+"""A ScriptedProcess that shows a traced process as stopped where its trace ends.
+
+LLDB builds the process from these classes (by dotted name) when a trace
+target is "launched" with the ScriptedProcess plugin.  Each thread is stopped
+at the end of its trace; the only register the trace knows is the pc, so
+that is the only register shown.  Memory is served from the module files:
+code and read-only data are what a trace can vouch for.
+"""
+
+import struct
+
+import lldb
+from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
+
+from ..elf_info import ElfInfo
+from . import registry
+
+# SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads whose
+# stop reason is none, trace or processor-trace, so a signal it must be.
+_STOPPED = {"type": lldb.eStopReasonSignal, "data": {"signal": 19}}
+
+_PC_ONLY = {
+    "sets": ["Traced registers"],
+    "registers": [
+        {
+            "name": "rip",
+            "alt-name": "pc",
+            "bitsize": 64,
+            "offset": 0,
+            "encoding": "uint",
+            "format": "hex",
+            "set": 0,
+            "gcc": 16,
+            "dwarf": 16,
+            "generic": "pc",
+        }
+    ],
+}
+
+
+class TraceProcess(ScriptedProcess):
+    """The process of one ProcessTrace; ``args`` carries its registry key."""
+
+    def __init__(self, exe_ctx, args):
+        super().__init__(exe_ctx, args)
+        self.trace = registry.by_key(args.GetValueForKey("key").GetStringValue(100))
+        self.pid = self.trace.pid
+        self.loaded_images = [_image(module) for module in self.trace.process.modules]
+        self.segments = [
+            (segment, module.path)
+            for module in self.trace.process.modules
+            for segment in ElfInfo(module.path).loaded_segments(module.load_address)
+        ]
+        for index, tid in enumerate(self.trace.tids):
+            self.threads[index] = TraceThread(self, tid, index)
+
+    def read_memory_at_address(self, addr, size, error):
+        for segment, path in self.segments:
+            if segment.vaddr <= addr and addr + size <= segment.vaddr + segment.memory_size:
+                return _segment_bytes(segment, path, addr, size, error)
+        error.SetErrorString(f"0x{addr:x} is not in a module image: a trace holds no stack or heap memory")
+        return lldb.SBData()
+
+    def is_alive(self):
+        return True
+
+    def get_scripted_thread_plugin(self):
+        return f"{__name__}.{TraceThread.__name__}"
+
+
+def _image(module):
+    """A loaded_images entry; the uuid lets LLDB reuse the module the target already has."""
+    image = {"path": str(module.path), "load_addr": module.load_address}
+    if module.build_id:
+        image["uuid"] = module.build_id
+    return image
+
+
+def _segment_bytes(segment, path, addr, size, error):
+    start = addr - segment.vaddr
+    with open(path, "rb") as f:
+        f.seek(segment.offset + start)
+        data = f.read(max(0, min(size, segment.size - start)))
+    data += bytes(size - len(data))  # .bss and the rest of the last page are zero
+    result = lldb.SBData()
+    result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away
+    return result
+
+
+class TraceThread(ScriptedThread):
+    """A traced thread, stopped at the end of its trace."""
+
+    def __init__(self, process, tid, index):
+        super().__init__(process, None)
+        self.tid = tid
+        self.idx = index
+        self.trace = process.trace
+
+    def get_register_info(self):
+        self.register_info = _PC_ONLY
+        return _PC_ONLY
+
+    def _pc(self):
+        return self.trace.end_ip(self.tid) or 0
+
+    def get_stop_reason(self):
+        return _STOPPED
+
+    def get_stackframes(self):
+        return [{"idx": 0, "pc": self._pc()}]
+
+    def get_register_context(self):
+        return struct.pack("<Q", self._pc())
