@@ -82,8 +82,6 @@ def modules_match(bundle_path):
     bundle = json.loads(bundle_path.read_text())
     for module in bundle["processes"][0]["modules"]:
         path = bundle_path.parent / module.get("file", module["systemPath"])
-        if module["systemPath"].startswith("/nonexistent/"):
-            continue
         if not path.exists() or ElfInfo(path).build_id != module.get("uuid"):
             return False
     return True

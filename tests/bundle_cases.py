@@ -7,9 +7,9 @@ breaks it in one way and names a fragment the one-line error must contain.
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from conftest import ROOT
 
@@ -133,7 +133,9 @@ CASES = [
         _edit(lambda d: d["cpuInfo"].update(vendor="AuthenticAMD")),
         'cpuInfo.vendor: expected one of "GenuineIntel", "unknown", got "AuthenticAMD"',
     ),
-    Case("tid as string", _edit(lambda d: _thread(d).update(tid="x")), "processes[0].threads[0].tid: expected an integer"),
+    Case(
+        "tid as string", _edit(lambda d: _thread(d).update(tid="x")), "processes[0].threads[0].tid: expected an integer"
+    ),
     Case(
         "tid missing",
         _edit(lambda d: d["processes"][0]["threads"].append({"iptTrace": "traces/5668.ipt"})),

@@ -45,7 +45,9 @@ def test_rendering_reads_like_the_rfc():
 
 def test_native_rendering_has_per_cpu_and_kernel_parts():
     lines = render_schema("intel-pt-lldb").splitlines()
-    assert '  "cpus"?: [' in lines and '  "kernel"?: {' in lines and '    "vendor": "GenuineIntel" | "unknown",' in lines
+    assert (
+        '  "cpus"?: [' in lines and '  "kernel"?: {' in lines and '    "vendor": "GenuineIntel" | "unknown",' in lines
+    )
 
 
 def test_unknown_schema_names_the_known_ones():
