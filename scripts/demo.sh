@@ -9,5 +9,11 @@ echo "== lldb_trace and what it uses"
 echo "== the sample bundle ($sample/trace.json) and its packets"
 cat "$sample/trace.json"
 .venv/bin/lldb-trace packets "$sample/4242.ipt"
-echo "== the plugin inside LLDB"
-.venv/bin/lldb --batch -o "command script import lldb_trace" -o "help pt"
+echo "== the trace in LLDB: load it like a core file, then look around"
+.venv/bin/lldb --no-lldbinit --batch \
+    -o "command script import lldb_trace" \
+    -o "trace load $sample/trace.json" \
+    -o "thread list" \
+    -o "image list" \
+    -o "disassemble -p -c 3" \
+    -o "trace dump"

@@ -90,7 +90,11 @@ def test_trace_load_gives_a_stopped_process_like_a_core_file(session, folder):
 def test_post_mortem_commands_work_on_the_crash(session):
     folder = ROOT / "test_traces" / "crash"
     loadable(folder)
-    session.ok(f"trace load {folder}")
+    compiled_in = "/work/main/test_traces/src"  # where the committed programs were built (their DWARF says so)
+    session.ok(f"settings set target.source-map {compiled_in} {ROOT / 'test_traces' / 'src'}")
+    loaded = session.ok(f"pt load {folder}")
+    assert "frame #0: 0x000000000040113e crash`descend" in loaded and "-> 8   \t    return *pointer;" in loaded
+    assert "12  \tint main(void) {" in session.ok("source list")  # continues after the lines shown
     assert "target #0: " in session.ok("target list") and "state=stopped" in session.ok("target list")
     assert "* thread #1: tid = 5707, 0x000000000040113e crash`descend" in session.ok("thread list")
     assert "frame #0: 0x000000000040113e crash`descend" in session.ok("bt")
@@ -265,3 +269,29 @@ def test_plugin_works_in_debians_lldb_22(tmp_path):
 
 def test_environment_is_untouched():
     assert "LLDB_TRACE_NO_ROUTING" not in os.environ
+
+
+@pytest.mark.parametrize("damage", ["noise", "truncated", "psb then noise"])
+def test_corrupt_trace_loads_and_decodes_to_gaps(session, tmp_path, damage):
+    path = make_good_bundle(tmp_path)
+    trace = tmp_path / "traces" / "5668.ipt"
+    good = trace.read_bytes()
+    damaged = {
+        "noise": bytes((i * 197 + 13) % 256 for i in range(4096)),
+        "truncated": good[: len(good) // 2],
+        "psb then noise": good[:16] + bytes((i * 31 + 7) % 256 for i in range(2048)),
+    }[damage]
+    trace.write_bytes(damaged)
+    session.ok(f"pt load {path}")
+    pc = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetPC()
+    info = json.loads(session.ok("pt dump --json"))["threads"][0]["decoded"]
+    if damage == "truncated":  # the first half decodes; the thread stops where it ends
+        assert info["instructions"] > 0 and pc != 0
+    else:
+        assert info["errors"] > 0 or info["instructions"] == 0
+
+
+def test_load_needs_a_bundle(session):
+    result = session.handle("pt load")
+    assert result.GetError() == "error: give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)\n"
+    assert session.debugger.GetNumTargets() == 0

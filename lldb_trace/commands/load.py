@@ -23,13 +23,27 @@ class LoadCommand(TraceCommand):
         parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plus")])
 
     def run(self, debugger, args, exe_ctx, result):
+        if not args:
+            result.SetError("give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)")
+            return
         bundles = [load_bundle(path) for path in args]  # check every bundle before creating any target
         for bundle in bundles:
             targets = create_targets(debugger, bundle)
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")
             for target in targets:
                 result.AppendMessage(f"  target #{debugger.GetIndexOfTarget(target)}: {_describe(target)}")
+        if bundles:
+            result.AppendMessage(_stop_location(debugger).rstrip())
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _stop_location(debugger):
+    """Where the selected thread stopped, with source, as LLDB shows a stop (this also sets 'source list')."""
+    thread = debugger.GetSelectedTarget().GetProcess().GetSelectedThread()
+    status = lldb.SBStream()
+    if thread.IsValid():
+        thread.GetStatus(status)
+    return status.GetData() or ""
 
 
 def _describe(target):
