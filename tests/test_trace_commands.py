@@ -293,5 +293,5 @@ def test_corrupt_trace_loads_and_decodes_to_gaps(session, tmp_path, damage):
 
 def test_load_needs_a_bundle(session):
     result = session.handle("pt load")
-    assert result.GetError() == "error: give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)\n"
+    assert result.GetError().startswith("error: give the bundle to load: pt load BUNDLE.json")
     assert session.debugger.GetNumTargets() == 0
