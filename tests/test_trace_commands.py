@@ -295,3 +295,15 @@ def test_load_needs_a_bundle(session):
     result = session.handle("pt load")
     assert result.GetError().startswith("error: give the bundle to load: pt load BUNDLE.json")
     assert session.debugger.GetNumTargets() == 0
+
+
+def test_kernel_image_gets_a_target_of_its_own(session, tmp_path):
+    path = make_good_bundle(tmp_path)
+    document = json.loads(path.read_text())
+    document["kernel"] = {"file": "modules/static", "loadAddress": "0xffffffff81000000"}
+    path.write_text(json.dumps(document))
+    session.ok(f"pt load {path}")
+    assert session.debugger.GetNumTargets() == 2
+    kernel = session.debugger.GetTargetAtIndex(1)
+    module = kernel.GetModuleAtIndex(0)
+    assert module.GetObjectFileHeaderAddress().GetLoadAddress(kernel) == 0xFFFFFFFF81000000
