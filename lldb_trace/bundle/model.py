@@ -89,7 +89,3 @@ class Bundle:
     tsc_conversion: TscConversion | None = None
     kernel: Kernel | None = None
     text: str = field(default="", repr=False)
-
-    def threads(self):
-        """``(process, thread)`` for every thread of every process."""
-        return [(process, thread) for process in self.processes for thread in process.threads]

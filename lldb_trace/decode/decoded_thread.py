@@ -42,7 +42,6 @@ class DecodedThread:
     """The decoded trace of one thread (see the module docstring)."""
 
     def __init__(self):
-        self.block_first_item = array("Q")  # item index of each block's first instruction
         self.block_ips = array("Q")
         self.block_end_ips = array("Q")
         self.block_sizes = array("I")
@@ -56,11 +55,10 @@ class DecodedThread:
     @property
     def memory_bytes(self):
         """Bytes held by the decoded storage (arrays plus side-table entries)."""
-        arrays = (self.block_first_item, self.block_ips, self.block_end_ips, self.block_sizes)
+        arrays = (self.block_ips, self.block_end_ips, self.block_sizes)
         return sum(a.itemsize * len(a) for a in arrays) + 64 * (len(self.gaps) + len(self.events))
 
     def _add_block(self, block):
-        self.block_first_item.append(self.item_count)
         self.block_ips.append(block.ip)
         self.block_end_ips.append(block.end_ip)
         self.block_sizes.append(block.ninsn)
