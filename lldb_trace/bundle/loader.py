@@ -182,13 +182,15 @@ class _Builder:
                 f"{self.path}: {where}.uuid: {path} has build-id {build_id}, not {normalize_uuid(uuid)}: "
                 "it is not the binary that ran; set 'file' to a copy of the original"
             )
+        load_address = parse_address(module["loadAddress"])
         return Module(
             system_path=module["systemPath"],
             path=path,
-            load_address=parse_address(module["loadAddress"]),
+            load_address=load_address,
             uuid=uuid,
             build_id=build_id,
             size=elf.load_span,
+            segments=tuple(elf.loaded_segments(load_address)),
         )
 
     def _elf(self, where, path):

@@ -3,6 +3,8 @@
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..elf_info import Segment
+
 
 @dataclass(frozen=True)
 class CpuInfo:
@@ -34,7 +36,11 @@ class TscConversion:
 
 @dataclass(frozen=True)
 class Module:
-    """A module as the bundle names it; ``path`` is the file actually read (``file`` or ``systemPath``)."""
+    """A module as the bundle names it; ``path`` is the file actually read (``file`` or ``systemPath``).
+
+    ``segments`` are its PT_LOAD segments at their run-time addresses, read
+    once by the loader for decoding and for serving memory.
+    """
 
     system_path: str
     path: Path
@@ -42,6 +48,7 @@ class Module:
     uuid: str | None
     build_id: str | None
     size: int
+    segments: tuple[Segment, ...] = ()
 
 
 @dataclass(frozen=True)

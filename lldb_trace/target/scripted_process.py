@@ -12,7 +12,6 @@ import struct
 import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
-from ..elf_info import ElfInfo
 from . import registry
 
 # SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads whose
@@ -46,11 +45,7 @@ class TraceProcess(ScriptedProcess):
         self.trace = registry.by_key(args.GetValueForKey("key").GetStringValue(100))
         self.pid = self.trace.pid
         self.loaded_images = [_image(module) for module in self.trace.process.modules]
-        self.segments = [
-            (segment, module.path)
-            for module in self.trace.process.modules
-            for segment in ElfInfo(module.path).loaded_segments(module.load_address)
-        ]
+        self.segments = [(segment, module.path) for module in self.trace.process.modules for segment in module.segments]
         for index, tid in enumerate(self.trace.tids):
             self.threads[index] = TraceThread(self, tid, index)
 
