@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from lldb_trace.capture.classify import Classifier
 from lldb_trace.capture.flow import FlowOptions, ThreadFlow
 from lldb_trace.capture.ground_truth import GroundTruth
 from lldb_trace.elf_info import ElfInfo
+from lldb_trace.x86_flow import Classifier
 
 
 def code_reader(bundle_dir):

@@ -1,11 +1,15 @@
 """One traced process of a bundle, with its threads decoded lazily and cached.
 
 The LLDB-facing layers hold one ProcessTrace per target; nothing here
-imports ``lldb``, so scripts can use it directly.
+imports ``lldb``, so scripts can use it directly.  Per-cpu bundles are split
+into per-thread streams with their context switch traces when the process is
+opened, so a damaged switch file fails the load rather than a later dump.
 """
 
+import os
+
 from . import libipt
-from .decode import decode_trace, process_image
+from .decode import BlockExpander, CodeMemory, decode_thread_trace, per_cpu, process_image
 from .errors import LldbTraceError
 
 
@@ -16,11 +20,15 @@ class UnknownThreadError(LldbTraceError):
 class ProcessTrace:
     """``bundle``'s process ``process``: its threads' decoded traces, decoded on first use."""
 
-    def __init__(self, bundle, process):
+    def __init__(self, bundle, process, workers=None):
         self.bundle = bundle
         self.process = process
+        self.workers = workers or min(os.cpu_count() or 1, 4)
+        self.memory = CodeMemory(process.modules)
+        self.expander = BlockExpander(self.memory)
         self._image = None
         self._decoded = {}
+        self._streams = per_cpu.thread_streams(bundle, self.tids) if bundle.cpus else None
 
     @property
     def pid(self):
@@ -43,15 +51,23 @@ class ProcessTrace:
         cpu = self.bundle.cpu
         return libipt.Cpu(cpu.family, cpu.model, cpu.stepping) if cpu.vendor == "intel" else None
 
+    def trace_bytes(self, tid):
+        """The raw trace of ``tid`` (for per-cpu bundles, its pieces of every cpu's trace); None if it has none."""
+        thread = self.thread(tid)
+        if self._streams is not None:
+            stream = self._streams.get(tid)
+            return bytes(stream) if stream is not None and stream.data else None
+        return thread.trace.read_bytes() if thread.trace is not None else None
+
     def decoded(self, tid):
-        """The DecodedThread of ``tid``, or None when the thread has no trace of its own."""
+        """The DecodedThread of ``tid``, or None when the thread has no trace."""
         if tid not in self._decoded:
-            thread = self.thread(tid)
-            if thread.trace is None:
+            trace = self.trace_bytes(tid)
+            if trace is None:
                 return None
             if self._image is None:
                 self._image = process_image(self.process)
-            self._decoded[tid] = decode_trace(thread.trace.read_bytes(), self.cpu, self._image)
+            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self._image, self.expander, self.workers)
         return self._decoded[tid]
 
     def decoded_if_done(self, tid):

@@ -75,7 +75,8 @@ def test_committed_bundles_load_with_their_values(name):
     assert process.pid == document["processes"][0]["pid"]
     assert [t.tid for t in process.threads] == [t["tid"] for t in document["processes"][0]["threads"]]
     for thread, declared in zip(process.threads, document["processes"][0]["threads"], strict=True):
-        assert thread.trace == folder / declared["iptTrace"]
+        assert thread.trace == (folder / declared["iptTrace"] if "iptTrace" in declared else None)
+    assert [cpu.cpu_id for cpu in bundle.cpus] == [cpu["id"] for cpu in document.get("cpus", [])]
     for module, declared in zip(process.modules, document["processes"][0]["modules"], strict=True):
         assert module.load_address == int(declared["loadAddress"], 16)
         assert module.path == folder / declared.get("file", declared["systemPath"])

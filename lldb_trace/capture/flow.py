@@ -8,7 +8,7 @@ ran, records it, and drives the thread's StreamWriter.
 
 from dataclasses import dataclass
 
-from .classify import Flow
+from ..x86_flow import Flow
 from .ground_truth import GroundTruth
 from .pt_writer import StreamWriter
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ..elf_info import ElfInfo
 from ..errors import LldbTraceError
+from ..x86_flow import Classifier
 from . import ptrace
-from .classify import Classifier
 from .flow import FlowOptions, ThreadFlow
 from .process_view import ModuleMap, ProcessMemory
 

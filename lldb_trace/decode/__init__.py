@@ -1,6 +1,32 @@
-"""Decoding a thread's trace into compact storage (plain Python, no ``lldb``)."""
+"""Decoding a thread's trace into compact storage, and reading it back (plain Python, no ``lldb``)."""
 
-from .decoded_thread import DecodedThread, Gap, decode_trace
+import time
+
+from .code_memory import CodeMemory
+from .decode_loop import decode_part, decode_trace
+from .decoded_thread import DecodedThread, EventRecord, Gap
+from .expand import BlockExpander
 from .images import process_image
+from .parallel import PIECE_MIN_BYTES, decode_pieces
 
-__all__ = ["DecodedThread", "Gap", "decode_trace", "process_image"]
+
+def decode_thread_trace(trace, cpu, image, expander, workers=1):
+    """A DecodedThread of ``trace``: in pieces on ``workers`` processes when it is large enough to pay."""
+    started = time.perf_counter()
+    if workers > 1 and len(trace) >= PIECE_MIN_BYTES:
+        parts = decode_pieces(trace, cpu, image, expander.addresses, workers)
+    else:
+        parts = [decode_part(trace, cpu, image)]
+    return DecodedThread(parts, time.perf_counter() - started)
+
+
+__all__ = [
+    "BlockExpander",
+    "CodeMemory",
+    "DecodedThread",
+    "EventRecord",
+    "Gap",
+    "decode_thread_trace",
+    "decode_trace",
+    "process_image",
+]

@@ -1,129 +1,364 @@
-"""A thread's decoded trace: blocks in flat arrays, gaps and events in side tables.
+"""A thread's decoded trace in compact storage: blocks by id, with side tables.
 
 Items are numbered the way the user sees them: every instruction and every
-gap (decode error) is one item, in trace order.  A block of N instructions is
-stored as its first and last address and N, not as N addresses: instruction
-addresses are expanded on demand.  Decoding resumes at the next PSB after an
-error, as libipt allows, so one bad packet costs one gap, not the rest of the
-trace.
+gap (decode error) is one item, in trace order.  libipt's blocks end at every
+conditional or indirect branch, so a block is fully described by its first
+address and instruction count, and a program runs the same few thousand
+blocks over and over.  Each distinct block is stored once in a table; the
+trace itself is a sequence of 4-byte entries, each a block id or a gap.  A
+checkpoint every 64 entries (the item index where that entry starts) makes
+seeking by item index a binary search plus a short walk.  Instruction
+addresses are expanded from blocks on demand (see expand.py).
+
+Events (enable/disable, overflow, exec mode, interrupts, paging...) and
+timestamps live in side tables keyed by the index of the item they precede.
 """
 
-import time
 from array import array
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, replace
 
-from .. import libipt
-from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
+from ..libipt import EventType, InsnClass
 
-_DISABLES = (EventType.DISABLED, EventType.ASYNC_DISABLED)
+GAP_FLAG = 1 << 31
+CHECKPOINT_SPACING = 64
+NO_IP = (1 << 64) - 1  # an event whose ip libipt suppressed
+_CALL_CLASSES = {InsnClass.CALL, InsnClass.RETURN}  # syscalls (far calls) enter no traced function
 
 
 @dataclass(frozen=True)
 class Gap:
-    """A decode error: item ``index`` stands for the instructions libipt could not reconstruct."""
+    """A decode error: one item standing for the instructions libipt could not reconstruct."""
 
     index: int
     code: int
     text: str
-    offset: int
-    last_ip: int | None
+    offset: int  # where in the trace buffer decoding failed
+    last_ip: int | None  # the last instruction decoded before it
 
 
 @dataclass(frozen=True)
 class EventRecord:
-    """An event that occurred before item ``index``; ``ip`` is None when libipt suppressed it."""
+    """An event that happened before item ``index``; ``ip`` is None when libipt suppressed it."""
 
     index: int
     type: EventType
     ip: int | None
 
 
-class DecodedThread:
-    """The decoded trace of one thread (see the module docstring)."""
+class DecodedPart:
+    """A stretch of one thread's decoded trace, with item indices counted from its own start.
+
+    A thread decoded in one go is one part; a large trace decoded in parallel
+    is one part per stretch between chosen PSBs (see parallel.py).
+    """
 
     def __init__(self):
-        self.block_ips = array("Q")
-        self.block_end_ips = array("Q")
-        self.block_sizes = array("I")
+        self.block_ips = array("Q")  # per distinct block: first address
+        self.block_sizes = array("I")  # per distinct block: instruction count
+        self.block_end_ips = array("Q")  # per distinct block: last address
+        self.block_classes = array("B")  # per distinct block: InsnClass of its last instruction
+        self._block_ids = {}  # ip << 16 | size -> id, while decoding
+        self._calls = []  # per distinct block: does it end in a call or return (while decoding)
+        self.entries = array("I")  # the trace: block ids, or GAP_FLAG | gap number
+        self.checkpoints = array("Q")  # item index of entry k * CHECKPOINT_SPACING
         self.gaps = []
-        self.events = []
+        self.event_items = array("Q")
+        self.event_types = array("B")
+        self.event_ips = array("Q")
+        self.tsc_items = array("Q")  # item index from which tsc_values[k] holds
+        self.tsc_values = array("Q")
+        self.call_items = array("Q")  # items that are calls or returns (blocks end at every call)
+        self.call_classes = array("B")  # their InsnClass
         self.item_count = 0
         self.instruction_count = 0
         self.end_ip = None
-        self.decode_seconds = 0.0
+
+    # -- size -------------------------------------------------------------------------
 
     @property
     def memory_bytes(self):
-        """Bytes held by the decoded storage (arrays plus side-table entries)."""
-        arrays = (self.block_ips, self.block_end_ips, self.block_sizes)
-        return sum(a.itemsize * len(a) for a in arrays) + 64 * (len(self.gaps) + len(self.events))
+        """Bytes held by the decoded storage: every array plus the gap records."""
+        tables = (
+            self.block_ips, self.block_sizes, self.block_end_ips, self.block_classes, self.entries,
+            self.checkpoints, self.event_items, self.event_types, self.event_ips, self.tsc_items,
+            self.tsc_values, self.call_items, self.call_classes,
+        )  # fmt: skip
+        return sum(t.itemsize * len(t) for t in tables) + 96 * len(self.gaps)
 
-    def _add_block(self, block):
-        self.block_ips.append(block.ip)
-        self.block_end_ips.append(block.end_ip)
-        self.block_sizes.append(block.ninsn)
-        self.item_count += block.ninsn
-        self.instruction_count += block.ninsn
-        self.end_ip = block.end_ip
+    @property
+    def error_count(self):
+        return len(self.gaps)
 
-    def _add_gap(self, error, offset, missing_ip=None):
-        last_ip = self.block_end_ips[-1] if self.block_end_ips else None
-        self.gaps.append(Gap(self.item_count, error.code, error.text, offset, last_ip))
+    @property
+    def event_count(self):
+        return len(self.event_items)
+
+    @property
+    def has_timestamps(self):
+        return bool(self.tsc_values)
+
+    # -- building (decode_loop.py calls these) ------------------------------------------
+
+    def add_raw_blocks(self, raw):
+        """Append libipt ``pt_block`` structs (48 bytes each, back to back); empty blocks are skipped."""
+        words = array("Q", bytes(raw))
+        halves = array("H", bytes(raw))
+        ids, get = self._block_ids, self._block_ids.get
+        entries_append, checkpoints_append = self.entries.append, self.checkpoints.append
+        calls = self._calls
+        items = self.item_count
+        position = len(self.entries)
+        last_end = self.end_ip
+        for ip, end_ip, size, iclass in zip(words[0::6], words[1::6], halves[14::24], halves[12::24], strict=False):
+            if not size:
+                continue
+            key = ip << 16 | size
+            block = get(key)
+            if block is None:
+                block = ids[key] = self._new_block(ip, size, end_ip, iclass)
+            if not position % CHECKPOINT_SPACING:
+                checkpoints_append(items)
+            entries_append(block)
+            position += 1
+            items += size
+            last_end = end_ip
+            if calls[block]:
+                self.call_items.append(items - 1)
+                self.call_classes.append(iclass)
+        self.instruction_count += items - self.item_count
+        self.item_count = items
+        self.end_ip = last_end
+
+    def _new_block(self, ip, size, end_ip, iclass):
+        self.block_ips.append(ip)
+        self.block_sizes.append(size)
+        self.block_end_ips.append(end_ip)
+        self.block_classes.append(iclass)
+        self._calls.append(iclass in _CALL_CLASSES)
+        return len(self.block_ips) - 1
+
+    def add_gap(self, code, text, offset, missing_ip=None):
+        last_ip = self.last_instruction_ip()
+        if not len(self.entries) % CHECKPOINT_SPACING:
+            self.checkpoints.append(self.item_count)
+        self.entries.append(GAP_FLAG | len(self.gaps))
+        self.gaps.append(Gap(self.item_count, code, text, offset, last_ip))
         self.item_count += 1
         if missing_ip:
             self.end_ip = missing_ip  # the thread went on into code the image lacks
 
-    def _add_event(self, event):
-        ip = getattr(event, "at", None) if event.type == EventType.ASYNC_DISABLED else getattr(event, "ip", None)
-        self.events.append(EventRecord(self.item_count, event.type, ip))
-        if event.type in _DISABLES and ip is not None:
+    def add_event(self, event_type, ip):
+        self.event_items.append(self.item_count)
+        self.event_types.append(event_type)
+        self.event_ips.append(NO_IP if ip is None else ip)
+        if event_type in (EventType.DISABLED, EventType.ASYNC_DISABLED) and ip is not None:
             self.end_ip = ip  # tracing stopped here: the thread's pc, not yet executed
 
+    def add_timestamp(self, tsc):
+        if self.tsc_values and self.tsc_values[-1] == tsc:
+            return
+        if self.tsc_items and self.tsc_items[-1] == self.item_count:
+            self.tsc_values[-1] = tsc  # several timing packets before one item: keep the latest
+            return
+        self.tsc_items.append(self.item_count)
+        self.tsc_values.append(tsc)
 
-def decode_trace(trace, cpu, image):
-    """Decode ``trace`` (bytes) of a thread running in ``image`` on ``cpu`` (a libipt.Cpu or None)."""
-    decoded = DecodedThread()
-    started = time.perf_counter()
-    config = libipt.Config(trace, cpu)
-    with libipt.BlockDecoder(config, image) as decoder:
-        _decode_all(decoder, decoded)
-    decoded.decode_seconds = time.perf_counter() - started
-    return decoded
+    def trim_overrun(self, resume_ip, expand):
+        """Drop the instructions decoded past the end of this piece of the trace.
+
+        A piece ends where the next one's PSB starts.  Cut off there, libipt
+        still walks on from the last packet until it needs the next one; that
+        straight-line run (blocks joined by direct calls) belongs to the next
+        piece, which resumes at ``resume_ip`` (the PSB's FUP).  The run is cut
+        at the first ``resume_ip`` in it; a run with an event after it did not
+        overrun.
+        """
+        chain = self._trailing_chain()
+        addresses = [address for block in chain for address in expand(self.block_ips[block], self.block_sizes[block])]
+        if resume_ip not in addresses:
+            return
+        keep = addresses.index(resume_ip)
+        for _ in chain:
+            self._pop_entry()
+        for block in chain:
+            size = self.block_sizes[block]
+            if keep >= size:
+                self.add_raw_blocks(
+                    _raw_block(self.block_ips[block], self.block_end_ips[block], size, self.block_classes[block])
+                )
+            elif keep:
+                self.add_raw_blocks(_raw_block(self.block_ips[block], addresses[keep - 1], keep, InsnClass.OTHER))
+            keep -= min(keep, size)
+        self.end_ip = self.last_instruction_ip()
+
+    def _trailing_chain(self, limit=4096):
+        """The last blocks, back to the first one that starts after a packet (or an event, or a gap)."""
+        entries, sizes, classes = self.entries, self.block_sizes, self.block_classes
+        if not entries or entries[-1] & GAP_FLAG:
+            return []
+        last_event = self.event_items[-1] if self.event_items else -1
+        position, first = len(entries) - 1, self.item_count - sizes[entries[-1]]
+        if first < last_event:
+            return []
+        while position and len(entries) - position < limit:
+            previous = entries[position - 1]
+            if previous & GAP_FLAG or classes[previous] != InsnClass.CALL or first - sizes[previous] < last_event:
+                break
+            position -= 1
+            first -= sizes[previous]
+        return list(entries[position:])
+
+    def _pop_entry(self):
+        block = self.entries.pop()
+        if len(self.entries) % CHECKPOINT_SPACING == 0:
+            self.checkpoints.pop()  # it marked the entry just removed
+        size = self.block_sizes[block]
+        self.item_count -= size
+        self.instruction_count -= size
+        while self.call_items and self.call_items[-1] >= self.item_count:
+            self.call_items.pop()
+            self.call_classes.pop()
+
+    def finish(self):
+        self._block_ids = self._calls = None  # only needed while decoding
+
+    # -- reading ----------------------------------------------------------------------
+
+    def last_instruction_ip(self):
+        for position in range(len(self.entries) - 1, -1, -1):
+            entry = self.entries[position]
+            if not entry & GAP_FLAG:
+                return self.block_end_ips[entry]
+        return None
+
+    def entry_items(self, entry):
+        """How many items entry value ``entry`` stands for."""
+        return 1 if entry & GAP_FLAG else self.block_sizes[entry]
+
+    def locate(self, index):
+        """``(position, first_item)`` of the entry holding item ``index`` (0 <= index < item_count)."""
+        if not 0 <= index < self.item_count:
+            raise IndexError(f"item {index} is out of range (the trace has {self.item_count} items)")
+        checkpoint = bisect_right(self.checkpoints, index) - 1
+        position = checkpoint * CHECKPOINT_SPACING
+        first = self.checkpoints[checkpoint]
+        entries, sizes = self.entries, self.block_sizes
+        while True:
+            entry = entries[position]
+            count = 1 if entry & GAP_FLAG else sizes[entry]
+            if index < first + count:
+                return position, first
+            first += count
+            position += 1
+
+    def gap(self, entry):
+        return self.gaps[entry & ~GAP_FLAG]
+
+    def events_before(self, index):
+        """The events recorded just before item ``index`` (index == item_count: those after the last item)."""
+        low = bisect_right(self.event_items, index - 1)
+        high = bisect_right(self.event_items, index)
+        return [self.event(k) for k in range(low, high)]
+
+    def event(self, k):
+        ip = self.event_ips[k]
+        return EventRecord(self.event_items[k], EventType(self.event_types[k]), None if ip == NO_IP else ip)
+
+    @property
+    def events(self):
+        return [self.event(k) for k in range(len(self.event_items))]
+
+    def timestamp(self, index):
+        """The TSC in effect at item ``index``, or None before the first timing packet."""
+        k = bisect_right(self.tsc_items, index) - 1
+        return self.tsc_values[k] if k >= 0 else None
 
 
-def _decode_all(decoder, decoded):
-    status = _sync(decoder, decoded)
-    while status is not None:
-        try:
-            while status & StatusFlag.EVENT_PENDING:
-                status, event = decoder.event()
-                decoded._add_event(event)
-            status = decoder.next_raw()
-            block = decoder.raw_item
-            if block.ninsn:
-                decoded._add_block(block)
-            if status < 0:
-                raise LibiptError(status, "pt_blk_next")
-        except LibiptError as error:
-            if error.code == ErrorCode.EOS:
-                return
-            missing_ip = decoder.raw_item.ip if error.code == ErrorCode.NOMAP else None
-            decoded._add_gap(error, decoder.offset, missing_ip)
-            status = _sync(decoder, decoded)
+def _raw_block(ip, end_ip, size, iclass):
+    """A ``pt_block`` as libipt lays it out, for blocks made here rather than by libipt."""
+    raw = bytearray(48)
+    raw[0:16] = array("Q", (ip, end_ip)).tobytes()
+    raw[24:26] = array("H", (iclass,)).tobytes()
+    raw[28:30] = array("H", (size,)).tobytes()
+    return raw
 
 
-def _sync(decoder, decoded):
-    """Synchronize onto the next PSB; None at the end of the trace.
+class DecodedThread:
+    """A thread's whole decoded trace: its parts in trace order, with absolute item indices."""
 
-    libipt searches from after the previous sync point, so every attempt moves
-    forward; the offset check only guards against a library that would not.
-    """
-    failed_at = None
-    while True:
-        try:
-            return decoder.sync_forward()
-        except LibiptError as error:
-            if error.code == ErrorCode.EOS or decoder.offset == failed_at:
-                return None
-            failed_at = decoder.offset
-            decoded._add_gap(error, failed_at)
+    def __init__(self, parts, decode_seconds=0.0):
+        self.parts = [part for part in parts if part.item_count or part.event_count] or parts[:1]
+        self.part_starts = array("Q")
+        total = 0
+        for part in self.parts:
+            self.part_starts.append(total)
+            total += part.item_count
+        self.item_count = total
+        self.instruction_count = sum(part.instruction_count for part in self.parts)
+        self.end_ip = next((p.end_ip for p in reversed(self.parts) if p.end_ip is not None), None)
+        self.decode_seconds = decode_seconds
+
+    @property
+    def memory_bytes(self):
+        return sum(part.memory_bytes for part in self.parts)
+
+    @property
+    def error_count(self):
+        return sum(part.error_count for part in self.parts)
+
+    @property
+    def event_count(self):
+        return sum(part.event_count for part in self.parts)
+
+    @property
+    def has_timestamps(self):
+        return any(part.has_timestamps for part in self.parts)
+
+    def part_of(self, index):
+        """``(part number, first item of that part)`` for item ``index`` (index == item_count: the last part)."""
+        k = max(0, bisect_right(self.part_starts, index) - 1)
+        while k and not self.parts[k].item_count and self.part_starts[k] == index:
+            k -= 1
+        return k, self.part_starts[k]
+
+    @property
+    def gaps(self):
+        return [
+            replace(gap, index=gap.index + start)
+            for part, start in zip(self.parts, self.part_starts, strict=False)
+            for gap in part.gaps
+        ]
+
+    @property
+    def events(self):
+        return [
+            replace(event, index=event.index + start)
+            for part, start in zip(self.parts, self.part_starts, strict=False)
+            for event in part.events
+        ]
+
+    def events_before(self, index):
+        """The events recorded just before item ``index`` (item_count: those after the last item)."""
+        found = []
+        for part, start in zip(self.parts, self.part_starts, strict=False):
+            if start <= index <= start + part.item_count:
+                found += [replace(e, index=e.index + start) for e in part.events_before(index - start)]
+        return found
+
+    def timestamp(self, index):
+        """The TSC in effect at item ``index``, or None before the first timing packet."""
+        k, _start = self.part_of(index)
+        while k >= 0:
+            tsc = self.parts[k].timestamp(index - self.part_starts[k])
+            if tsc is not None:
+                return tsc
+            k -= 1
+            index = self.part_starts[k + 1] - 1 if k >= 0 else 0
+        return None
+
+    def call_items(self):
+        """``(item index, InsnClass)`` of every call and return, in trace order."""
+        for part, start in zip(self.parts, self.part_starts, strict=False):
+            for item, iclass in zip(part.call_items, part.call_classes, strict=False):
+                yield item + start, iclass

@@ -45,16 +45,17 @@ class TraceProcess(ScriptedProcess):
         self.trace = registry.by_key(args.GetValueForKey("key").GetStringValue(100))
         self.pid = self.trace.pid
         self.loaded_images = [_image(module) for module in self.trace.process.modules]
-        self.segments = [(segment, module.path) for module in self.trace.process.modules for segment in module.segments]
         for index, tid in enumerate(self.trace.tids):
             self.threads[index] = TraceThread(self, tid, index)
 
     def read_memory_at_address(self, addr, size, error):
-        for segment, path in self.segments:
-            if segment.vaddr <= addr and addr + size <= segment.vaddr + segment.memory_size:
-                return _segment_bytes(segment, path, addr, size, error)
-        error.SetErrorString(f"0x{addr:x} is not in a module image: a trace holds no stack or heap memory")
-        return lldb.SBData()
+        data = self.trace.memory.read(addr, size) if size else b""
+        if len(data) < size:
+            error.SetErrorString(f"0x{addr:x} is not in a module image: a trace holds no stack or heap memory")
+            return lldb.SBData()
+        result = lldb.SBData()
+        result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away
+        return result
 
     def is_alive(self):
         return True
@@ -69,17 +70,6 @@ def _image(module):
     if module.build_id:
         image["uuid"] = module.build_id
     return image
-
-
-def _segment_bytes(segment, path, addr, size, error):
-    start = addr - segment.vaddr
-    with open(path, "rb") as f:
-        f.seek(segment.offset + start)
-        data = f.read(max(0, min(size, segment.size - start)))
-    data += bytes(size - len(data))  # .bss and the rest of the last page are zero
-    result = lldb.SBData()
-    result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away
-    return result
 
 
 class TraceThread(ScriptedThread):

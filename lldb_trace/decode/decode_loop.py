@@ -1,0 +1,126 @@
+"""The decode loop: libipt's block decoder over one thread's trace, into a DecodedThread.
+
+The loop is the hot path of the whole plugin (millions of blocks), so it does
+as little Python per block as possible: one ctypes call, and a copy of the raw
+``pt_block`` into a byte buffer.  The buffer is turned into compact entries in
+batches (and before every event, so events and gaps land at the right item
+index).  Errors become gap items and decoding resumes at the next PSB, as
+libipt allows, so one bad packet costs one gap, not the rest of the trace.
+"""
+
+import time
+
+from .. import libipt
+from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
+from ..libipt.config import BLOCK_ENABLE_TICK_EVENTS, BLOCK_END_ON_CALL
+from .decoded_thread import DecodedPart, DecodedThread
+
+DECODER_FLAGS = BLOCK_ENABLE_TICK_EVENTS | BLOCK_END_ON_CALL  # timestamps as events; calls end blocks
+_BATCH = range(4096)  # blocks decoded between bookkeeping steps
+_STALLED = -1001  # gap code: libipt walks code that needs no trace, forever
+_PENDING = int(StatusFlag.EVENT_PENDING)
+_EOS = -int(ErrorCode.EOS)
+
+
+def decode_trace(trace, cpu, image):
+    """Decode ``trace`` (bytes) of a thread running in ``image`` on ``cpu`` (a libipt.Cpu or None)."""
+    started = time.perf_counter()
+    part = decode_part(trace, cpu, image)
+    return DecodedThread([part], time.perf_counter() - started)
+
+
+def decode_part(trace, cpu, image, offset_base=0, finish=True):
+    """Decode all of ``trace`` into one DecodedPart; gap offsets are reported plus ``offset_base``."""
+    part = DecodedPart()
+    config = libipt.Config(trace, cpu, flags=DECODER_FLAGS)
+    with libipt.BlockDecoder(config, image) as decoder:
+        _decode_all(decoder, _OffsetPart(part, offset_base))
+    if finish:
+        part.finish()
+    return part
+
+
+class _OffsetPart:
+    """Forwards to a DecodedPart, shifting gap offsets to where the piece sits in the whole trace."""
+
+    def __init__(self, part, base):
+        self._part, self._base = part, base
+        self.add_raw_blocks, self.add_event, self.add_timestamp = (
+            part.add_raw_blocks,
+            part.add_event,
+            part.add_timestamp,
+        )
+
+    def add_gap(self, code, text, offset, missing_ip=None):
+        self._part.add_gap(code, text, offset + self._base, missing_ip)
+
+
+def _decode_all(decoder, decoded):
+    status = _sync(decoder, decoded)
+    next_block = decoder.unchecked_next()
+    block = decoder.raw_item
+    block_bytes = memoryview(block).cast("B")
+    pending = bytearray()
+    stalled_at = None
+    while status is not None:
+        for _ in _BATCH:
+            if status & _PENDING or status < 0:
+                break
+            status = next_block()
+            pending += block_bytes
+        decoded.add_raw_blocks(pending)
+        pending.clear()
+        if status < 0:
+            if status == _EOS:
+                return
+            error = LibiptError(status, "pt_blk_next")
+            missing_ip = block.ip if error.code == ErrorCode.NOMAP else None
+            decoded.add_gap(error.code, error.text, decoder.offset, missing_ip)
+            status = _sync(decoder, decoded)
+        elif status & _PENDING:
+            status = _take_events(decoder, decoded, status)
+        else:  # a full batch: make sure the decoder still reads trace (a branchless loop never needs any)
+            offset = decoder.offset
+            if offset == stalled_at:
+                decoded.add_gap(_STALLED, "the code runs on without branches: no further trace to read", offset)
+                return
+            stalled_at = offset
+
+
+def _take_events(decoder, decoded, status):
+    """Record every pending event; returns the new status, or None when the trace ended."""
+    while status & _PENDING:
+        try:
+            status, event = decoder.event()
+        except LibiptError as error:
+            decoded.add_gap(error.code, error.text, decoder.offset)
+            return _sync(decoder, decoded)
+        if event.tsc is not None:
+            decoded.add_timestamp(event.tsc)
+        if event.type == EventType.TICK:
+            continue  # a timing update only: it lives in the timestamp table
+        decoded.add_event(event.type, _event_ip(event))
+    return status
+
+
+def _event_ip(event):
+    if event.type == EventType.ASYNC_DISABLED:
+        return event.data.get("at")
+    return event.data.get("ip")
+
+
+def _sync(decoder, decoded):
+    """Synchronize onto the next PSB; None at the end of the trace.
+
+    libipt searches from after the previous sync point, so every attempt moves
+    forward; the offset check only guards against a library that would not.
+    """
+    failed_at = None
+    while True:
+        try:
+            return decoder.sync_forward()
+        except LibiptError as error:
+            if error.code == ErrorCode.EOS or decoder.offset == failed_at:
+                return None
+            failed_at = decoder.offset
+            decoded.add_gap(error.code, error.text, failed_at)

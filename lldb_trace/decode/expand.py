@@ -1,0 +1,32 @@
+"""Blocks expanded to instruction addresses, on demand.
+
+A libipt block is ``size`` instructions executed in order from ``ip``: each
+one falls through or is a direct jump or call (the block ends at the first
+instruction whose successor needs trace).  Walking the code with capstone
+recovers every address; each distinct block is walked once and cached.
+"""
+
+from ..x86_flow import Classifier, Flow
+
+
+class BlockExpander:
+    """Instruction addresses of blocks, read through a CodeMemory."""
+
+    def __init__(self, memory):
+        self.classifier = Classifier(memory.read)
+        self._cache = {}
+
+    def addresses(self, ip, size):
+        """The ``size`` instruction addresses of the block starting at ``ip``, as a tuple."""
+        key = ip << 16 | size
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = tuple(self._walk(ip, size))
+        return found
+
+    def _walk(self, ip, size):
+        classify = self.classifier
+        for _ in range(size):
+            yield ip
+            insn = classify[ip]
+            ip = insn.target if insn.flow == Flow.DIRECT else insn.address + insn.size

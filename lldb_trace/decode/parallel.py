@@ -1,0 +1,128 @@
+"""Decoding a large trace in pieces, in parallel, with the same result as one pass.
+
+The trace is cut at PSBs into one piece per CPU core.  Each piece is decoded
+by its own libipt decoder in a forked child process (the per-block work is
+Python, so threads would serialize on the GIL), and the parent decodes the
+first piece itself.  A child that dies, even from a crash inside libipt on a
+corrupt trace, costs a gap item, never the debugger.
+
+Cutting a trace at a PSB is where LLDB's own decoder goes wrong (a spurious
+end-of-stream error when the PSB precedes a branch; a doubled instruction
+when a piece ends in disable/enable).  Here each piece is decoded up to the
+next piece's PSB, its overrun trimmed at the ip where the next piece resumes,
+and a piece's end of stream is no error: tests check the joined result
+against a single pass.
+"""
+
+import contextlib
+import os
+import pickle
+import struct
+
+from .. import libipt
+from ..libipt import LibiptError, StatusFlag
+from .decode_loop import decode_part
+from .decoded_thread import DecodedPart
+
+PIECE_MIN_BYTES = 64 * 1024  # smaller traces decode in one pass: forking costs more than it saves
+CHILD_CRASHED = -1000  # the gap code for a piece whose decoder process died
+
+
+def psb_offsets(trace):
+    """Offsets of every PSB in ``trace``, found by libipt's own synchronization."""
+    offsets = []
+    with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
+        while True:
+            try:
+                decoder.sync_forward()
+            except LibiptError:
+                return offsets
+            offsets.append(decoder.sync_offset)
+
+
+def resume_ip(trace, cpu, offset):
+    """The ip at which decoding resumes from the PSB at ``offset`` (its FUP), or None if tracing was off."""
+    with libipt.QueryDecoder(libipt.Config(trace, cpu)) as decoder:
+        try:
+            status, ip = decoder.sync_set(offset)
+        except LibiptError:
+            return None
+    return None if status & StatusFlag.IP_SUPPRESSED else ip
+
+
+def plan_pieces(trace, pieces):
+    """``[(start, end)]``: ``pieces`` stretches of similar size, each starting at a PSB (the first at 0)."""
+    psbs = psb_offsets(trace)
+    cuts = []
+    for k in range(1, pieces):
+        target = len(trace) * k // pieces
+        later = [offset for offset in psbs if offset >= target and (not cuts or offset > cuts[-1])]
+        if later:
+            cuts.append(later[0])
+    bounds = [0, *cuts, len(trace)]
+    return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
+
+
+def decode_pieces(trace, cpu, image, expand, pieces):
+    """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently."""
+    decoder = _PieceDecoder(trace, cpu, image, expand)
+    jobs = [
+        (start, end, resume_ip(trace, cpu, end) if end < len(trace) else None)
+        for start, end in plan_pieces(trace, pieces)
+    ]
+    children = [decoder.fork(job) for job in jobs[1:]]
+    parts = [decoder.decode(jobs[0])]
+    parts += [decoder.collect(child, job) for child, job in zip(children, jobs[1:], strict=False)]
+    return parts
+
+
+class _PieceDecoder:
+    """Decodes pieces ``(start, end, next piece's resume ip)`` of one trace, here or in a child."""
+
+    def __init__(self, trace, cpu, image, expand):
+        self.trace, self.cpu, self.image, self.expand = trace, cpu, image, expand
+
+    def decode(self, job):
+        start, end, next_ip = job
+        part = decode_part(self.trace[start:end], self.cpu, self.image, offset_base=start, finish=False)
+        if next_ip is not None:
+            part.trim_overrun(next_ip, self.expand)
+        part.finish()
+        return part
+
+    def fork(self, job):
+        """Start a child decoding ``job``; ``(pid, read end of its pipe)``, or None if fork failed."""
+        try:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:  # the child: decode, send, and leave without running any of the parent's cleanup
+            status = 1
+            try:
+                os.close(read_end)
+                data = pickle.dumps(self.decode(job), pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(struct.pack("<Q", len(data)))
+                    out.write(data)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        return pid, read_end
+
+    def collect(self, child, job):
+        """The child's DecodedPart; a single gap item if it died; decoded here if it never started."""
+        if child is None:
+            return self.decode(job)
+        pid, read_end = child
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        with contextlib.suppress(ChildProcessError):  # if someone else reaped it, the data tells
+            os.waitpid(pid, 0)
+        if len(data) >= 8 and len(data) - 8 == struct.unpack_from("<Q", data)[0]:
+            return pickle.loads(data[8:])
+        part = DecodedPart()
+        part.add_gap(CHILD_CRASHED, f"the decoder died on trace bytes {job[0]}..{job[1]}", job[0])
+        part.finish()
+        return part
