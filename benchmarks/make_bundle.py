@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "bench" / "out" / "bundle-10m"
+DEFAULT_OUT = ROOT / "benchmarks" / "out" / "bundle-10m"
 DEFAULT_N = 1000
 MIN_INSTRUCTIONS = 10_000_000
 

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_BUNDLE = ROOT / "bench" / "out" / "bundle-10m" / "trace.json"
+DEFAULT_BUNDLE = ROOT / "benchmarks" / "out" / "bundle-10m" / "trace.json"
 TIMEOUT = 600
 
 

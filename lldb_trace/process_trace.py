@@ -10,6 +10,8 @@ import os
 
 from . import libipt
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, per_cpu, process_image
+from .decode.call_forest import CallForest
+from .decode.cursor import TraceCursor, walk
 from .errors import LldbTraceError
 
 
@@ -28,6 +30,7 @@ class ProcessTrace:
         self.expander = BlockExpander(self.memory)
         self._image = None
         self._decoded = {}
+        self._forests = {}
         self._streams = per_cpu.thread_streams(bundle, self.tids) if bundle.cpus else None
 
     @property
@@ -78,3 +81,24 @@ class ProcessTrace:
         """Where the thread's trace ends: the pc it is shown stopped at (None if nothing decoded)."""
         decoded = self.decoded(tid)
         return decoded.end_ip if decoded else None
+
+    def cursor(self, tid, forwards=False):
+        """A TraceCursor over ``tid``'s items, at the newest one (the oldest with ``forwards``)."""
+        decoded = self.decoded(tid)
+        if decoded is None:
+            raise LldbTraceError(f"thread {tid} has no trace of its own")
+        return TraceCursor(decoded, self.expander, forwards)
+
+    def call_forest(self, tid):
+        """The CallForest of ``tid`` (built on first use, kept)."""
+        if tid not in self._forests:
+            decoded = self.decoded(tid)
+            if decoded is None:
+                raise LldbTraceError(f"thread {tid} has no trace of its own")
+            self._forests[tid] = CallForest(decoded, lambda index: self._address_at(decoded, index))
+        return self._forests[tid]
+
+    def _address_at(self, decoded, index):
+        for _, value in walk(decoded, index, True, self.expander):
+            return value if isinstance(value, int) else None
+        return None

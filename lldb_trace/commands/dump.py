@@ -6,7 +6,9 @@ import lldb
 
 from ..errors import LldbTraceError
 from ..target import registry
+from . import dump_calls, dump_instructions
 from .base import TraceCommand
+from .symbols import Symbolizer, disassembly_flavor
 
 
 class NoTraceError(LldbTraceError):
@@ -37,23 +39,56 @@ def chosen_tids(process_trace, target, tids):
 
 class DumpCommand(TraceCommand):
     name = "dump"
-    short_help = "Show the loaded trace: CPU, modules, and per thread its trace file and decoding statistics."
+    short_help = "Show the loaded trace: session info, the last instructions, or the call tree."
     long_help = (
-        "Describes the trace of the selected target: the trace technology and CPU, every module\n"
+        "Without --instructions or --function-calls: the trace technology and CPU, every module\n"
         "(original path, file read, load address, size, uuid) and the threads given with -t (default:\n"
         "the selected thread): their trace file and size and, once decoded, the instruction, error and\n"
-        "event counts, decode time and memory used. --verbose adds the bundle file itself; --json\n"
-        "prints the same as one JSON object."
+        "event counts, decode time and memory used (--verbose adds the bundle file).\n"
+        "\n"
+        "--instructions: the last COUNT items (-c, default 10) starting OFFSET items back from the end\n"
+        "(-o), newest first: '[index] 0xADDRESS : disassembly', a 'module`function' line when the\n"
+        "function changes, '; at file:line' when the source line changes, and gaps as\n"
+        "\"[index] error CODE. 'text'\". --forwards starts OFFSET items after the beginning, oldest\n"
+        "first; --all shows every item; --time adds each item's timestamp; --raw prints addresses only;\n"
+        "--events shows events (enable/disable, overflow, ...) between the items.\n"
+        "\n"
+        "--function-calls: the call tree, newest call first: '[first index]', indentation by depth,\n"
+        "'module`function' and the address of the call's first instruction; --flat drops the\n"
+        "hierarchy. A gap starts a new tree; a call entered before the trace began is marked\n"
+        "'(untraced start)'. With timestamps, each call's inclusive and exclusive time.\n"
+        "\n"
+        "--json prints JSON instead of text and --file PATH writes to PATH. Pressing Enter after a\n"
+        "dump continues where it stopped. Disassembly follows target.x86-disassembly-flavor (AT&T\n"
+        "unless it is 'intel')."
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
-        parser.add_option("v", "verbose", "Also print the bundle file.", default=None)
-        parser.add_option("j", "json", "Print one JSON object instead of text.", default=None)
+        flag = lambda short, long, text: parser.add_option(short, long, text, default=None)  # noqa: E731
+        flag("i", "instructions", "Dump the last instructions of each thread.")
+        flag("C", "function-calls", "Dump the call tree of each thread.")
+        parser.add_option("c", "count", "How many items (or calls) to show (default 10).", default=10,
+                          value_type=lldb.eArgTypeCount)  # fmt: skip
+        parser.add_option("o", "offset", "Start this many items (or calls) from the end (default 0).", default=0,
+                          value_type=lldb.eArgTypeOffset)  # fmt: skip
+        parser.add_option("I", "id", "Start at this item index instead of --offset.", default=-1,
+                          value_type=lldb.eArgTypeIndex)  # fmt: skip
+        flag("f", "forwards", "Oldest first, counting --offset from the beginning.")
+        flag("a", "all", "Show every item (or call).")
+        flag("T", "time", "Show timestamps (wall-clock ns with tscPerfZeroConversion, else TSC).")
+        flag("r", "raw", "Addresses only: no symbols or disassembly.")
+        flag("e", "events", "Show trace events between the items.")
+        flag("l", "flat", "With --function-calls: one call per line, no hierarchy.")
+        flag("j", "json", "Print JSON instead of text.")
+        flag("v", "verbose", "Session info: also print the bundle file.")
+        flag("k", "continue", "Continue where the previous dump of the thread stopped (what Enter does).")
+        parser.add_option("F", "file", "Write the dump to this file.", default=None, value_type=lldb.eArgTypeFilename)
         parser.add_option(
-            "t", "tid", "A thread to describe (repeat for several).", default=None, value_type=lldb.eArgTypeThreadID
+            "t", "tid", "A thread to dump (repeat for several).", default=None, value_type=lldb.eArgTypeThreadID
         )
         self.tids = []
+        self.continuations = {}  # (target key, tid, mode, forwards) -> where the next dump starts
 
     def option_parsing_started(self):
         super().option_parsing_started()
@@ -68,18 +103,123 @@ class DumpCommand(TraceCommand):
             return False
         return True
 
+    def get_repeat_command(self, command):
+        if " --instructions" in f" {command}" or " --function-calls" in f" {command}" or _has_short(command, "iC"):
+            return command if " --continue" in command else command + " --continue"
+        return None
+
     def run(self, debugger, args, exe_ctx, result):
         if args:
             result.SetError(f"unexpected argument '{args[0]}': give threads with -t TID")
             return
+        parser = self.get_parser()
+        was_set = parser.was_set
+        if was_set("instructions") and was_set("function-calls"):
+            raise LldbTraceError("choose one of --instructions and --function-calls")
         target, process_trace = selected_trace(debugger, exe_ctx)
         tids = chosen_tids(process_trace, target, self.tids)
-        info = session_info(process_trace, target, tids, verbose=self.get_parser().was_set("verbose"))
-        if self.get_parser().was_set("json"):
-            result.AppendMessage(json.dumps(info, indent=2))
-        else:
-            result.AppendMessage(format_info(info))
-        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+        if not (was_set("instructions") or was_set("function-calls")):
+            info = session_info(process_trace, target, tids, verbose=was_set("verbose"))
+            _emit(result, json.dumps(info, indent=2) if was_set("json") else format_info(info), parser)
+            return
+        dump = _instructions if was_set("instructions") else _function_calls
+        symbolizer = Symbolizer(target, process_trace.memory, disassembly_flavor(debugger))
+        chunks = [dump(self, parser, process_trace, target, tid, symbolizer) for tid in tids]
+        as_json = json.dumps(chunks[0] if len(chunks) == 1 else chunks, indent=1) if was_set("json") else None
+        text = as_json or "\n".join(chunks)
+        _emit(result, text, parser)
+
+
+def _has_short(command, letters):
+    return any(word.startswith("-") and not word.startswith("--") and set(word[1:]) & set(letters)
+               for word in command.split())  # fmt: skip
+
+
+def _emit(result, text, parser):
+    path = parser.file if parser.was_set("file") else None
+    if path:
+        try:
+            with open(path, "w") as out:
+                out.write(text + "\n")
+        except OSError as error:
+            raise LldbTraceError(f"cannot write {path}: {error.strerror}") from None
+        result.AppendMessage(f"wrote {path}")
+    else:
+        result.AppendMessage(text)
+    result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _count(parser):
+    if parser.was_set("all"):
+        return None
+    count = int(parser.count)
+    if count < 0:
+        raise LldbTraceError(f"--count must be 0 or more, not {count}")
+    return count
+
+
+def _offset(parser):
+    offset = int(parser.offset)
+    if offset < 0:
+        raise LldbTraceError(f"--offset must be 0 or more, not {offset}")
+    return offset
+
+
+def _header(process_trace, tid):
+    return f"pid: '{process_trace.pid}', tid: '{tid}'"
+
+
+def _continuation_key(target, tid, mode, forwards):
+    return (target.GetProcess().GetUniqueID(), tid, mode, forwards)
+
+
+def _instructions(command, parser, process_trace, target, tid, symbolizer):
+    decoded = process_trace.decoded(tid)
+    view = dump_instructions.InstructionView(
+        _count(parser), _offset(parser), parser.was_set("forwards"), parser.was_set("time"), parser.was_set("raw"),
+        parser.was_set("events"),
+    )  # fmt: skip
+    key = _continuation_key(target, tid, "instructions", view.forwards)
+    start = command.continuations.get(key, -1) if parser.was_set("continue") else None
+    if start is None and parser.was_set("id"):
+        start = int(parser.id)
+    if decoded is None or (start is None and parser.was_set("continue")):
+        items, next_start = [], None
+    else:
+        items, next_start = dump_instructions.window(decoded, process_trace.expander, view, start)
+    command.continuations[key] = next_start
+    conversion = process_trace.bundle.tsc_conversion
+    if parser.was_set("json"):
+        return dump_instructions.json_items(items, view, symbolizer, conversion)
+    lines = [_header(process_trace, tid)]
+    if decoded is None:
+        lines.append("  (no trace for this thread)")
+    elif not items:
+        lines.append("  (no more items)" if parser.was_set("continue") else "  (no items)")
+    lines += dump_instructions.text_lines(items, view, symbolizer, conversion)
+    return "\n".join(lines)
+
+
+def _function_calls(command, parser, process_trace, target, tid, symbolizer):
+    decoded = process_trace.decoded(tid)
+    key = _continuation_key(target, tid, "calls", False)
+    start = command.continuations.get(key, -1) if parser.was_set("continue") else None
+    if decoded is None or (start is None and parser.was_set("continue")):
+        calls, next_start = [], None
+    else:
+        forest = process_trace.call_forest(tid)
+        calls, next_start = dump_calls.call_window(forest, _count(parser), _offset(parser), start)
+    command.continuations[key] = next_start
+    conversion = process_trace.bundle.tsc_conversion
+    if parser.was_set("json"):
+        return dump_calls.json_calls(decoded, calls, symbolizer, conversion)
+    lines = [_header(process_trace, tid)]
+    if decoded is None:
+        lines.append("  (no trace for this thread)")
+    elif not calls:
+        lines.append("  (no more calls)" if parser.was_set("continue") else "  (no calls)")
+    lines += dump_calls.text_lines(decoded, calls, parser.was_set("flat"), symbolizer, conversion)
+    return "\n".join(lines)
 
 
 def session_info(process_trace, target, tids, verbose):
@@ -122,8 +262,8 @@ def _thread_info(process_trace, target, tid):
     if decoded is not None:
         info["decoded"] = {
             "instructions": decoded.instruction_count,
-            "errors": len(decoded.gaps),
-            "events": len(decoded.events),
+            "errors": decoded.error_count,
+            "events": decoded.event_count,
             "decodeSeconds": round(decoded.decode_seconds, 6),
             "memoryBytes": decoded.memory_bytes,
         }

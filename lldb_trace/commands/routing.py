@@ -18,7 +18,27 @@ ROUTES = {
     "trace dump": "pt dump",
     "trace save": "pt save",
     "thread trace dump info": "pt dump",
+    "thread trace dump instructions": "pt dump --instructions",
+    "thread trace dump function-calls": "pt dump --function-calls",
 }
+
+# LLDB's own options of the routed thread commands -> (pt dump option, takes a value).
+_NATIVE_OPTIONS = {
+    "-C": ("--continue", False), "--continue": ("--continue", False),
+    "-E": ("--events", False), "--only-events": ("--events", False),
+    "-F": ("--file", True), "--file": ("--file", True),
+    "-J": ("--json", False), "--pretty-json": ("--json", False),
+    "-a": ("--all", False), "--all": ("--all", False),
+    "-c": ("--count", True), "--count": ("--count", True),
+    "-e": ("--events", False), "--events": ("--events", False),
+    "-f": ("--forwards", False), "--forwards": ("--forwards", False),
+    "-i": ("--id", True), "--id": ("--id", True),
+    "-j": ("--json", False), "--json": ("--json", False),
+    "-k": (None, False), "--kind": (None, False),
+    "-r": ("--raw", False), "--raw": ("--raw", False),
+    "-s": ("--offset", True), "--skip": ("--offset", True),
+    "-t": ("--time", False), "--time": ("--time", False),
+}  # fmt: skip
 
 _PLAIN = re.compile(r"^[\w./:@%+=,-]+$")
 
@@ -31,11 +51,17 @@ def quote(argument):
 
 
 def thread_options(debugger, arguments):
-    """``thread trace dump info``'s thread indexes (or ``all``) as ``-t TID`` options."""
+    """A ``thread trace dump ...`` command's options in pt's terms, its thread indexes (or ``all``) as ``-t TID``."""
     process = debugger.GetSelectedTarget().GetProcess()
     translated = []
+    arguments = iter(arguments)
     for argument in arguments:
-        if argument == "all" and process.IsValid():
+        if argument in _NATIVE_OPTIONS:
+            option, takes_value = _NATIVE_OPTIONS[argument]
+            value = next(arguments, "") if takes_value else None
+            if option:
+                translated.append(option if value is None else f"{option} {quote(value)}")
+        elif argument == "all" and process.IsValid():
             translated += [f"-t {thread.GetThreadID()}" for thread in process]
         elif argument.isdigit() and process.IsValid() and process.GetThreadByIndexID(int(argument)).IsValid():
             translated.append(f"-t {process.GetThreadByIndexID(int(argument)).GetThreadID()}")
@@ -51,7 +77,7 @@ def install(debugger, available):
     interpreter = debugger.GetCommandInterpreter()
     routed = []
     for builtin, replacement in ROUTES.items():
-        if replacement in available and interpreter.SetCommandOverrideCallback(
+        if " ".join(replacement.split()[:2]) in available and interpreter.SetCommandOverrideCallback(
             builtin, _forwarder(debugger, builtin, replacement)
         ):
             routed.append(builtin)
