@@ -104,7 +104,9 @@ class DumpCommand(TraceCommand):
         return True
 
     def get_repeat_command(self, command):
-        if " --instructions" in f" {command}" or " --function-calls" in f" {command}" or _has_short(command, "iC"):
+        """Enter after a dump continues it: the same command plus --continue (LLDB passes "dump ...")."""
+        command = command if command.startswith("pt ") else f"pt {command}"
+        if " --instructions" in command or " --function-calls" in command or _has_short(command, "iC"):
             return command if " --continue" in command else command + " --continue"
         return None
 
