@@ -85,7 +85,7 @@ def test_enter_continues_where_the_dump_stopped(session):
 
 
 def test_symbols_sources_and_disassembly_agree_with_the_binary(session):
-    folder, tid = load(session, "crash")
+    _folder, _tid = load(session, "crash")
     text = session.ok("pt dump -i -c 6")
     assert "  crash`descend" in text.splitlines()
     assert "; at crash.c:" in text
@@ -137,7 +137,7 @@ def test_events_and_time(session):
 
 
 def test_function_calls_match_the_elf_symbols(session):
-    folder, tid = load(session, "crash")
+    folder, _tid = load(session, "crash")
     text = session.ok("pt dump --function-calls --all")
     rows = [line for line in text.splitlines()[1:] if line.strip()]
     program = ElfInfo(folder / "modules" / "crash").symbols
