@@ -62,6 +62,25 @@ class ProcessTrace:
             return bytes(stream) if stream is not None and stream.data else None
         return thread.trace.read_bytes() if thread.trace is not None else None
 
+    def per_cpu_source(self, tid):
+        """For per-cpu bundles: ``{"bytes", "pieces", "cpus", "executions", "droppedBytes"}`` of ``tid``; else None."""
+        if self._streams is None:
+            return None
+        stream = self._streams.get(tid)
+        if stream is None:
+            return {"bytes": 0, "pieces": 0, "cpus": [], "executions": 0, "droppedBytes": 0}
+        return {
+            "bytes": len(stream.data),
+            "pieces": len(stream.pieces),
+            "cpus": sorted({piece.cpu for piece in stream.pieces}),
+            "executions": len(stream.executions),
+            "droppedBytes": stream.dropped,
+        }
+
+    def forest_if_built(self, tid):
+        """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
+        return self._forests.get(tid)
+
     def decoded(self, tid):
         """The DecodedThread of ``tid``, or None when the thread has no trace."""
         if tid not in self._decoded:

@@ -45,7 +45,7 @@ def listed(text):
     return [(int(m[1]), int(m[2], 16)) for m in map(INSTRUCTION.match, text.splitlines()) if m]
 
 
-@pytest.mark.parametrize("name", ["basic", "crash", "threads", "static"])
+@pytest.mark.parametrize("name", ["basic", "crash", "threads", "static", "percpu"])
 def test_last_instructions_are_the_last_executed_ones(session, name):
     folder, tid = load(session, name)
     expected = truth(folder, tid)
@@ -208,3 +208,13 @@ def test_same_instructions_as_native_lldb_22(tmp_path):
         session.close()
     assert [int(item["loadAddress"], 16) for item in ours] == native_addresses
     assert Path(folder).exists()
+
+
+def test_session_info_of_a_per_cpu_bundle_counts_calls_once_built(session):
+    load(session, "percpu")
+    info = json.loads(session.ok("pt dump --json"))["threads"][0]
+    assert info["perCpu"]["cpus"] == [0, 1] and info["perCpu"]["bytes"] > 0
+    assert "functionCalls" not in info["decoded"]
+    session.ok("pt dump --function-calls")
+    info = json.loads(session.ok("pt dump --json"))["threads"][0]
+    assert info["decoded"]["functionCalls"] > 0

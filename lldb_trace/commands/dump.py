@@ -260,6 +260,9 @@ def _thread_info(process_trace, target, tid):
         "traceFile": str(thread.trace) if thread.trace else None,
         "traceSize": thread.trace_size,
     }
+    per_cpu = process_trace.per_cpu_source(tid)
+    if per_cpu is not None:
+        info["perCpu"] = per_cpu
     decoded = process_trace.decoded_if_done(tid)
     if decoded is not None:
         info["decoded"] = {
@@ -269,6 +272,9 @@ def _thread_info(process_trace, target, tid):
             "decodeSeconds": round(decoded.decode_seconds, 6),
             "memoryBytes": decoded.memory_bytes,
         }
+        forest = process_trace.forest_if_built(tid)
+        if forest is not None:
+            info["decoded"]["functionCalls"] = len(forest)
     return info
 
 
@@ -293,16 +299,26 @@ def format_info(info):
     for thread in info["threads"]:
         index = f"thread #{thread['index']}: " if thread["index"] is not None else ""
         lines.append(f"    {index}tid = {thread['tid']}")
-        if thread["traceFile"] is None:
+        per_cpu = thread.get("perCpu")
+        if per_cpu is not None:
+            cpus = ", ".join(map(str, per_cpu["cpus"])) or "none"
+            lines.append(
+                f"      per-cpu trace: {per_cpu['bytes']} bytes in {per_cpu['pieces']} pieces from cpus {cpus}"
+                f" ({per_cpu['executions']} executions, {per_cpu['droppedBytes']} bytes undecodable)"
+            )
+        elif thread["traceFile"] is None:
             lines.append("      no trace of its own")
             continue
-        lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
+        else:
+            lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
         decoded = thread.get("decoded")
         if decoded is None:
             lines.append("      not decoded yet")
             continue
+        calls = f", function calls: {decoded['functionCalls']}" if "functionCalls" in decoded else ""
         lines.append(
             f"      instructions: {decoded['instructions']}, errors: {decoded['errors']}, events: {decoded['events']}"
+            + calls
         )
         per_instruction = decoded["memoryBytes"] / max(decoded["instructions"], 1)
         lines.append(
