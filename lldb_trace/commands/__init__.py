@@ -13,11 +13,12 @@ from ..errors import LldbTraceError
 from . import routing
 from .dump import DumpCommand
 from .load import LoadCommand
+from .save import SaveCommand
 from .schema import SchemaCommand
 
 CONTAINER = "pt"
 CONTAINER_HELP = "Intel Processor Trace: load, inspect and record control-flow traces (lldb_trace)."
-COMMANDS = (LoadCommand, SchemaCommand, DumpCommand)
+COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand)
 
 
 def run(debugger, command):

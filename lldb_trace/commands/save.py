@@ -1,0 +1,45 @@
+"""``pt save PATH`` (and ``trace save``): write the selected target's trace as a portable bundle."""
+
+import lldb
+
+from ..bundle.saver import SaveModule, SaveProcess, save_bundle
+from .base import TraceCommand
+from .dump import selected_trace
+
+
+class SaveCommand(TraceCommand):
+    name = "save"
+    short_help = "Save the selected target's trace as a bundle in LLDB's native intel-pt format."
+    long_help = (
+        "PATH is a directory (the bundle is PATH/trace.json) or a .json file. One trace file per thread\n"
+        "(named by tid) and every module with its load address and uuid are written; --copy-images also\n"
+        "copies each module file into PATH/modules/ and points the bundle at the copies (skipping /dev,\n"
+        "/proc and /sys), so the bundle loads on another machine. Existing files are not overwritten\n"
+        "without --force, and nothing is written outside PATH."
+    )
+
+    def setup_command_definition(self):
+        parser = self.get_parser()
+        parser.add_option("c", "copy-images", "Copy every module file into the bundle.", default=None)
+        parser.add_option("f", "force", "Overwrite existing files.", default=None)
+        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plain")])
+
+    def run(self, debugger, args, exe_ctx, result):
+        if len(args) != 1:
+            result.SetError("give one place to save to: pt save PATH (a directory or a .json file)")
+            return
+        _target, process_trace = selected_trace(debugger, exe_ctx)
+        bundle = process_trace.bundle
+        process = process_trace.process
+        saved = SaveProcess(
+            process.pid,
+            process.triple,
+            tuple((tid, process_trace.trace_bytes(tid)) for tid in process_trace.tids),
+            tuple(SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules),
+        )
+        parser = self.get_parser()
+        path = save_bundle(
+            args[0], bundle.cpu, [saved], parser.was_set("copy-images"), parser.was_set("force"), bundle.tsc_conversion
+        )
+        result.AppendMessage(f"Saved the trace of process {process.pid} to {path}")
+        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
