@@ -215,7 +215,8 @@ def test_help_and_completion(session):
 
 def test_import_announces_routing_once_per_import(session):
     out = session.streams()[0]
-    assert out.count("lldb_trace: 'trace load', 'trace schema', 'trace dump', 'thread trace dump info'") == 1
+    line = "lldb_trace: trace load|schema|dump|save, thread trace dump info|instructions|function-calls run"
+    assert out.count(line) == 1
 
 
 def test_routing_can_be_turned_off(tmp_path, monkeypatch):

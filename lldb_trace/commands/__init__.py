@@ -37,11 +37,19 @@ def register(debugger):
         run(debugger, f"command script add -o -p -c {command.__module__}.{command.__name__} {CONTAINER} {command.name}")
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
     if routed:
-        names = ", ".join(f"'{name}'" for name in routed)
         _say(
             debugger,
-            f"lldb_trace: {names} run lldb_trace's 'pt' commands ({routing.DISABLE_VARIABLE}=1 turns this off)",
+            f"lldb_trace: {_grouped(routed)} run the 'pt' commands ({routing.DISABLE_VARIABLE}=1 turns this off)",
         )
+
+
+def _grouped(names):
+    """``trace load|schema, thread trace dump info``: routed commands grouped by their common prefix."""
+    groups = {}
+    for name in names:
+        prefix, _, last = name.rpartition(" ")
+        groups.setdefault(prefix, []).append(last)
+    return ", ".join(f"{prefix} {'|'.join(lasts)}" for prefix, lasts in groups.items())
 
 
 def _say(debugger, line):
