@@ -57,7 +57,7 @@ class CaseError(Exception):
 
 
 def branch_kind(memory, address):
-    """"conditional", "return", "indirect-call", "indirect-jump", or None for any other instruction."""
+    """The branch at ``address``: conditional, return, indirect-call, indirect-jump; None for any other."""
     cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     cs.detail = True
     insn = next(cs.disasm(memory.read(address, 15), address, 1), None)

@@ -11,6 +11,7 @@ installed, are shown to be mis-decoded by it; decoded storage stays compact.
 """
 
 import dataclasses
+import itertools
 import json
 import random
 import re
@@ -31,15 +32,15 @@ from lldb_trace.decode import CodeMemory, decode_part, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
 from lldb_trace.decode.parallel import decode_pieces, plan_pieces, psb_offsets
-from lldb_trace.libipt import EventType, ErrorCode
+from lldb_trace.libipt import ErrorCode, EventType
 from lldb_trace.libipt import packets as pkt
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.x86_flow import Classifier, Flow
 
 sys.path.insert(0, str(ROOT / "test_traces"))
-import percpu_scenario  # noqa: E402
-import psb_cases  # noqa: E402
-import scenarios  # noqa: E402
+import percpu_scenario
+import psb_cases
+import scenarios
 
 TRACES = ROOT / "test_traces"
 SCENARIOS = sorted(p.parent.name for p in TRACES.glob("*/trace.json"))
@@ -76,7 +77,7 @@ class Opened:
     def pieces(self, tid, count):
         """``tid``'s trace decoded by decode_pieces into ``count`` pieces (see plan_pieces)."""
         trace = self.trace.trace_bytes(tid)
-        return DecodedThread(decode_pieces(trace, self.trace.cpu, self.image, self.trace.expander.addresses, count))
+        return DecodedThread(decode_pieces(trace, self.trace.cpu, self.image, self.trace.expander, count))
 
     def single_pass(self, tid):
         return DecodedThread([decode_part(self.trace.trace_bytes(tid), self.trace.cpu, self.image)])
@@ -175,7 +176,9 @@ def test_overflow_is_an_event_exactly_where_the_recipe_lost_instructions(scenari
     assert decoded.instruction_count == recorded - (lost_end - lost_start)
     decoded_addresses = addresses(decoded, opened.trace.expander)
     around = 300
-    assert decoded_addresses[lost_start - around : lost_start] == list(truth.addresses[lost_start - around : lost_start])
+    assert decoded_addresses[lost_start - around : lost_start] == list(
+        truth.addresses[lost_start - around : lost_start]
+    )
     assert decoded_addresses[lost_start : lost_start + around] == list(truth.addresses[lost_end : lost_end + around])
     cursor = TraceCursor(decoded, opened.trace.expander, forwards=True)
     cursor.seek(lost_start)
@@ -193,7 +196,7 @@ def test_timestamps_are_present_and_never_go_back(scenario):
         stamps = [item.tsc for item in cursor.items()]
         assert len(stamps) == decoded.item_count
         assert None not in stamps
-        assert all(a <= b for a, b in zip(stamps, stamps[1:], strict=False))
+        assert all(a <= b for a, b in itertools.pairwise(stamps))
         assert stamps == [decoded.timestamp(index) for index in range(decoded.item_count)]
         assert len(set(stamps)) > 3  # time moves: a TSC at every PSB and every re-enable
         # The recorder's TSC counts CLOCK_MONOTONIC nanoseconds, within the recording's run time.
@@ -368,11 +371,6 @@ def test_decoding_in_pieces_equals_one_pass(scenario, name):
 # -- 4. the PSB placements native LLDB mis-decodes ------------------------------------------------
 
 BRANCH_KINDS = {"conditional", "return", "indirect-call", "indirect-jump"}
-PIECE_OVERRUN_BUG = (
-    "decode_pieces keeps a piece's overrun when libipt ends the straight-line run before the next "
-    "piece's resume ip in two blocks (a block ending in a plain instruction, then the partial block "
-    "returned with -pte_eos): DecodedPart._trailing_chain only joins blocks that end in a call"
-)
 
 
 @pytest.fixture(scope="session")
@@ -399,7 +397,7 @@ def psb_case(scenario, tmp_path_factory):
     [
         "before-branch",
         "after-reenable",
-        pytest.param("control", marks=pytest.mark.xfail(reason=PIECE_OVERRUN_BUG, strict=True)),
+        "control",
     ],
 )
 def test_psb_cases_decode_in_pieces_like_one_pass(psb_case, name):

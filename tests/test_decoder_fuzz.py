@@ -20,6 +20,7 @@ import os
 import random
 import signal
 import struct
+import sys
 from unittest import mock
 
 import pytest
@@ -29,11 +30,14 @@ from hypothesis import strategies as st
 
 import lldb_trace.decode
 from lldb_trace.bundle.loader import load_bundle
-from lldb_trace.decode import decode_part, decode_thread_trace
+from lldb_trace.decode import decode_part, decode_thread_trace, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
 from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder, psb_offsets
 from lldb_trace.process_trace import ProcessTrace
+
+sys.path.insert(0, str(ROOT / "test_traces"))
+import scenarios
 
 EXAMPLE_SECONDS = 20  # one example: decode twice and walk both ways (normally well under a second)
 HANG_EXIT_SECONDS = 120  # a hang that SIGALRM cannot break (inside libipt): end the whole run
@@ -45,14 +49,14 @@ FUZZ = settings(
 )
 
 
-class ExampleTimeout(Exception):
+class ExampleTimeoutError(Exception):
     """An example ran past EXAMPLE_SECONDS."""
 
 
 @contextlib.contextmanager
 def time_limit(seconds=EXAMPLE_SECONDS):
     def expired(_signum, _frame):
-        raise ExampleTimeout(f"decoding did not finish within {seconds}s")
+        raise ExampleTimeoutError(f"decoding did not finish within {seconds}s")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(seconds)
@@ -68,19 +72,13 @@ def time_limit(seconds=EXAMPLE_SECONDS):
 @pytest.fixture(scope="module")
 def basic(tmp_path_factory):
     """The basic scenario: its ProcessTrace, image, and raw stream (re-recorded if this machine's libc differs)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "test_traces"))
-    import scenarios
-
     folder = ROOT / "test_traces" / "basic"
     if not scenarios.modules_match(folder / "trace.json"):
         folder = scenarios.make(scenarios.BY_NAME["basic"], tmp_path_factory.mktemp("basic") / "basic").parent
     bundle = load_bundle(folder)
     trace = ProcessTrace(bundle, bundle.processes[0], workers=1)
-    tid = trace.tids[0]
-    trace.decoded(tid)  # builds the image
-    return trace, trace._image, trace.trace_bytes(tid)
+    with process_image(bundle.processes[0]) as image:
+        yield trace, image, trace.trace_bytes(trace.tids[0])
 
 
 def decode(basic, data, workers):
@@ -185,8 +183,9 @@ def mutated(draw, real, psbs):
 
 
 @FUZZ
-@given(data=st.binary(max_size=8192))
+@given(data=st.one_of(st.binary(max_size=8192), st.binary(max_size=8192).map(lambda tail: PSB + tail)))
 def test_random_bytes(basic, data):
+    """Random bytes, half of them after a PSB so the decoder syncs and reads them as packets."""
     check_both_ways(basic, data)
 
 
@@ -235,7 +234,7 @@ def dies_in_children(how):
 
 @pytest.mark.parametrize("how", ["killed", "exits", "raises"])
 def test_a_worker_that_dies_is_a_gap_not_an_exception(basic, how):
-    trace, _image, real = basic
+    trace, image, real = basic
     psbs = psb_offsets(real)
     assert len(psbs) >= 3
     with time_limit(), mock.patch.object(_PieceDecoder, "decode", dies_in_children(how)):
@@ -244,7 +243,7 @@ def test_a_worker_that_dies_is_a_gap_not_an_exception(basic, how):
     crashed = [gap for gap in decoded.gaps if gap.code == CHILD_CRASHED]
     assert len(crashed) == 2 == len(decoded.gaps)  # one per forked piece; the parent's piece decoded
     assert all("the decoder died on trace bytes" in gap.text for gap in crashed)
-    whole = DecodedThread([decode_part(real, trace.cpu, trace._image)])
+    whole = DecodedThread([decode_part(real, trace.cpu, image)])
     first_piece = decoded.parts[0].item_count
     assert first_piece and crashed[0].index == first_piece
     expected = list(walk(whole, 0, True, trace.expander))[:first_piece]

@@ -14,7 +14,7 @@ def decode_thread_trace(trace, cpu, image, expander, workers=1):
     """A DecodedThread of ``trace``: in pieces on ``workers`` processes when it is large enough to pay."""
     started = time.perf_counter()
     if workers > 1 and len(trace) >= PIECE_MIN_BYTES:
-        parts = decode_pieces(trace, cpu, image, expander.addresses, workers)
+        parts = decode_pieces(trace, cpu, image, expander, workers)
     else:
         parts = [decode_part(trace, cpu, image)]
     return DecodedThread(parts, time.perf_counter() - started)

@@ -164,18 +164,19 @@ class DecodedPart:
         self.tsc_items.append(self.item_count)
         self.tsc_values.append(tsc)
 
-    def trim_overrun(self, resume_ip, expand):
+    def trim_overrun(self, resume_ip, expander):
         """Drop the instructions decoded past the end of this piece of the trace.
 
         A piece ends where the next one's PSB starts.  Cut off there, libipt
         still walks on from the last packet until it needs the next one; that
-        straight-line run (blocks joined by direct calls) belongs to the next
-        piece, which resumes at ``resume_ip`` (the PSB's FUP).  The run is cut
-        at the first ``resume_ip`` in it; a run with an event after it did not
-        overrun.
+        straight-line run belongs to the next piece, which resumes at
+        ``resume_ip`` (the PSB's FUP).  The run is the trailing blocks joined
+        by instructions that need no trace (fall-throughs, direct calls and
+        jumps); it is cut at the first ``resume_ip`` in it.  A run with an
+        event after it did not overrun.
         """
-        chain = self._trailing_chain()
-        addresses = [address for block in chain for address in expand(self.block_ips[block], self.block_sizes[block])]
+        chain = self._trailing_chain(expander)
+        addresses = [a for block in chain for a in expander.addresses(self.block_ips[block], self.block_sizes[block])]
         if resume_ip not in addresses:
             return
         keep = addresses.index(resume_ip)
@@ -184,17 +185,16 @@ class DecodedPart:
         for block in chain:
             size = self.block_sizes[block]
             if keep >= size:
-                self.add_raw_blocks(
-                    _raw_block(self.block_ips[block], self.block_end_ips[block], size, self.block_classes[block])
-                )
+                ip, end_ip, iclass = self.block_ips[block], self.block_end_ips[block], self.block_classes[block]
+                self.add_raw_blocks(_raw_block(ip, end_ip, size, iclass))
             elif keep:
                 self.add_raw_blocks(_raw_block(self.block_ips[block], addresses[keep - 1], keep, InsnClass.OTHER))
             keep -= min(keep, size)
         self.end_ip = self.last_instruction_ip()
 
-    def _trailing_chain(self, limit=4096):
-        """The last blocks, back to the first one that starts after a packet (or an event, or a gap)."""
-        entries, sizes, classes = self.entries, self.block_sizes, self.block_classes
+    def _trailing_chain(self, expander, limit=4096):
+        """The last blocks, back to the first one after an instruction that read trace (or an event, or a gap)."""
+        entries, sizes = self.entries, self.block_sizes
         if not entries or entries[-1] & GAP_FLAG:
             return []
         last_event = self.event_items[-1] if self.event_items else -1
@@ -203,7 +203,9 @@ class DecodedPart:
             return []
         while position and len(entries) - position < limit:
             previous = entries[position - 1]
-            if previous & GAP_FLAG or classes[previous] != InsnClass.CALL or first - sizes[previous] < last_event:
+            if previous & GAP_FLAG or first - sizes[previous] < last_event:
+                break
+            if expander.needs_trace(self.block_end_ips[previous]):
                 break
             position -= 1
             first -= sizes[previous]

@@ -24,6 +24,10 @@ class BlockExpander:
             found = self._cache[key] = tuple(self._walk(ip, size))
         return found
 
+    def needs_trace(self, ip):
+        """Does the instruction at ``ip`` need a packet to know where execution goes next?"""
+        return self.classifier[ip].flow not in (Flow.OTHER, Flow.DIRECT)
+
     def _walk(self, ip, size):
         classify = self.classifier
         for _ in range(size):

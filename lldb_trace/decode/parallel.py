@@ -63,13 +63,15 @@ def plan_pieces(trace, pieces):
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
 
 
-def decode_pieces(trace, cpu, image, expand, pieces):
+def decode_pieces(trace, cpu, image, expander, pieces):
     """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently."""
-    decoder = _PieceDecoder(trace, cpu, image, expand)
+    decoder = _PieceDecoder(trace, cpu, image, expander)
     jobs = [
         (start, end, resume_ip(trace, cpu, end) if end < len(trace) else None)
         for start, end in plan_pieces(trace, pieces)
     ]
+    if not jobs:  # an empty trace
+        jobs = [(0, 0, None)]
     children = [decoder.fork(job) for job in jobs[1:]]
     parts = [decoder.decode(jobs[0])]
     parts += [decoder.collect(child, job) for child, job in zip(children, jobs[1:], strict=False)]
@@ -79,14 +81,14 @@ def decode_pieces(trace, cpu, image, expand, pieces):
 class _PieceDecoder:
     """Decodes pieces ``(start, end, next piece's resume ip)`` of one trace, here or in a child."""
 
-    def __init__(self, trace, cpu, image, expand):
-        self.trace, self.cpu, self.image, self.expand = trace, cpu, image, expand
+    def __init__(self, trace, cpu, image, expander):
+        self.trace, self.cpu, self.image, self.expander = trace, cpu, image, expander
 
     def decode(self, job):
         start, end, next_ip = job
         part = decode_part(self.trace[start:end], self.cpu, self.image, offset_base=start, finish=False)
         if next_ip is not None:
-            part.trim_overrun(next_ip, self.expand)
+            part.trim_overrun(next_ip, self.expander)
         part.finish()
         return part
 
