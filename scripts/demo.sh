@@ -16,4 +16,6 @@ echo "== the trace in LLDB: load it like a core file, then look around"
     -o "thread list" \
     -o "image list" \
     -o "disassemble -p -c 3" \
+    -o "trace dump --instructions -c 20" \
+    -o "trace dump --function-calls" \
     -o "trace dump"

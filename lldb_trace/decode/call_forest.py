@@ -23,7 +23,7 @@ class Call:
     last: int = -1
     parent: "Call | None" = None
     children: list["Call"] = field(default_factory=list)
-    untraced_start: bool = False  # entered before the trace (or its tree) began
+    untraced_start: bool = False  # a caller the trace returned into: it was entered before the trace began
     address: int | None = None  # of its first traced instruction (filled by CallForest)
 
     @property
@@ -69,7 +69,7 @@ def _build(decoded):
 
     def open_tree(first):
         nonlocal current
-        current = Call(first, untraced_start=True)
+        current = Call(first)
         trees.append(current)
 
     def close_all(last):
@@ -101,7 +101,6 @@ def _build(decoded):
                 caller = Call(current.first, untraced_start=True)
                 caller.children.append(current)
                 current.parent = caller
-                current.untraced_start = True
                 trees[trees.index(current)] = caller
             current = current.parent
     if current is not None:
