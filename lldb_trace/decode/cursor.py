@@ -7,7 +7,7 @@ expanding the block an item falls in (cached per distinct block).
 
 from dataclasses import dataclass, field, replace
 
-from .decoded_thread import GAP_FLAG, EventRecord, Gap
+from .decoded_thread import EventRecord, Gap
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,10 @@ def walk(decoded, start, forwards, expander):
 
 def _walk_part(part, base, local, step, expander):
     position, first = part.locate(local)
-    entries = part.entries
+    entries, sizes = part.entries, part.block_sizes
     while 0 <= position < len(entries):
         entry = entries[position]
-        if entry & GAP_FLAG:
+        if not sizes[entry]:
             yield base + first, replace(part.gap(entry), index=base + first)
             count = 1
         else:
@@ -112,5 +112,5 @@ def _walk_part(part, base, local, step, expander):
             local = first
         elif position >= 0:
             previous = entries[position]
-            first -= 1 if previous & GAP_FLAG else part.block_sizes[previous]
-            local = first + (1 if previous & GAP_FLAG else part.block_sizes[previous]) - 1
+            first -= sizes[previous] or 1
+            local = first + (sizes[previous] or 1) - 1

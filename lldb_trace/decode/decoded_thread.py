@@ -4,8 +4,10 @@ Items are numbered the way the user sees them: every instruction and every
 gap (decode error) is one item, in trace order.  libipt's blocks end at every
 conditional or indirect branch, so a block is fully described by its first
 address and instruction count, and a program runs the same few thousand
-blocks over and over.  Each distinct block is stored once in a table; the
-trace itself is a sequence of 4-byte entries, each a block id or a gap.  A
+blocks over and over.  Each distinct block is stored once in a table (a gap
+is a table row of its own, with no instructions); the trace itself is a
+sequence of block ids, 2 bytes each while there are fewer than 65,535 rows, 4
+beyond.  A
 checkpoint every 64 entries (the item index where that entry starts) makes
 seeking by item index a binary search plus a short walk.  Instruction
 addresses are expanded from blocks on demand (see expand.py).
@@ -20,7 +22,6 @@ from dataclasses import dataclass, replace
 
 from ..libipt import EventType, InsnClass
 
-GAP_FLAG = 1 << 31
 CHECKPOINT_SPACING = 64
 NO_IP = (1 << 64) - 1  # an event whose ip libipt suppressed
 _CALL_CLASSES = {InsnClass.CALL, InsnClass.RETURN}  # syscalls (far calls) enter no traced function
@@ -54,13 +55,11 @@ class DecodedPart:
     """
 
     def __init__(self):
-        self.block_ips = array("Q")  # per distinct block: first address
-        self.block_sizes = array("I")  # per distinct block: instruction count
-        self.block_end_ips = array("Q")  # per distinct block: last address
-        self.block_classes = array("B")  # per distinct block: InsnClass of its last instruction
-        self._block_ids = {}  # ip << 16 | size -> id, while decoding
-        self._calls = []  # per distinct block: does it end in a call or return (while decoding)
-        self.entries = array("I")  # the trace: block ids, or GAP_FLAG | gap number
+        self.block_ips = array("Q")  # per row: the block's first address (a gap's number)
+        self.block_sizes = array("H")  # per row: the block's instruction count (0: a gap)
+        self._block_ids = {}  # ip << 16 | size -> row, while decoding
+        self._calls = []  # per row: InsnClass of a final call or return, else 0 (while decoding)
+        self.entries = array("H")  # the trace: one row number per block or gap
         self.checkpoints = array("Q")  # item index of entry k * CHECKPOINT_SPACING
         self.gaps = []
         self.event_items = array("Q")
@@ -68,11 +67,12 @@ class DecodedPart:
         self.event_ips = array("Q")
         self.tsc_items = array("Q")  # item index from which tsc_values[k] holds
         self.tsc_values = array("Q")
-        self.call_items = array("Q")  # items that are calls or returns (blocks end at every call)
+        self.call_items = array("I")  # items that are calls or returns (blocks end at every call); "Q" past 4G
         self.call_classes = array("B")  # their InsnClass
         self.item_count = 0
         self.instruction_count = 0
         self.end_ip = None
+        self._last_end = None  # the last instruction's address
 
     # -- size -------------------------------------------------------------------------
 
@@ -80,9 +80,9 @@ class DecodedPart:
     def memory_bytes(self):
         """Bytes held by the decoded storage: every array plus the gap records."""
         tables = (
-            self.block_ips, self.block_sizes, self.block_end_ips, self.block_classes, self.entries,
-            self.checkpoints, self.event_items, self.event_types, self.event_ips, self.tsc_items,
-            self.tsc_values, self.call_items, self.call_classes,
+            self.block_ips, self.block_sizes, self.entries, self.checkpoints, self.event_items,
+            self.event_types, self.event_ips, self.tsc_items, self.tsc_values, self.call_items,
+            self.call_classes,
         )  # fmt: skip
         return sum(t.itemsize * len(t) for t in tables) + 96 * len(self.gaps)
 
@@ -107,16 +107,19 @@ class DecodedPart:
         ids, get = self._block_ids, self._block_ids.get
         entries_append, checkpoints_append = self.entries.append, self.checkpoints.append
         calls = self._calls
+        if self.call_items.typecode == "I" and self.item_count + len(raw) // 48 * 0xFFFF >= 1 << 32:
+            self.call_items = array("Q", self.call_items)  # item indices no longer fit 4 bytes
         items = self.item_count
         position = len(self.entries)
-        last_end = self.end_ip
+        last_end = None
         for ip, end_ip, size, iclass in zip(words[0::6], words[1::6], halves[14::24], halves[12::24], strict=False):
             if not size:
                 continue
             key = ip << 16 | size
             block = get(key)
             if block is None:
-                block = ids[key] = self._new_block(ip, size, end_ip, iclass)
+                block = ids[key] = self._new_row(ip, size, iclass)
+                entries_append = self.entries.append  # the row may have widened the entries
             if not position % CHECKPOINT_SPACING:
                 checkpoints_append(items)
             entries_append(block)
@@ -125,25 +128,26 @@ class DecodedPart:
             last_end = end_ip
             if calls[block]:
                 self.call_items.append(items - 1)
-                self.call_classes.append(iclass)
+                self.call_classes.append(calls[block])
         self.instruction_count += items - self.item_count
         self.item_count = items
-        self.end_ip = last_end
+        if last_end is not None:
+            self.end_ip = self._last_end = last_end
 
-    def _new_block(self, ip, size, end_ip, iclass):
+    def _new_row(self, ip, size, iclass):
+        row = len(self.block_ips)
+        if row == 0xFFFF and self.entries.typecode == "H":
+            self.entries = array("I", self.entries)  # more rows than 2-byte entries can name
         self.block_ips.append(ip)
         self.block_sizes.append(size)
-        self.block_end_ips.append(end_ip)
-        self.block_classes.append(iclass)
-        self._calls.append(iclass in _CALL_CLASSES)
-        return len(self.block_ips) - 1
+        self._calls.append(iclass if iclass in _CALL_CLASSES else 0)
+        return row
 
     def add_gap(self, code, text, offset, missing_ip=None):
-        last_ip = self.last_instruction_ip()
         if not len(self.entries) % CHECKPOINT_SPACING:
             self.checkpoints.append(self.item_count)
-        self.entries.append(GAP_FLAG | len(self.gaps))
-        self.gaps.append(Gap(self.item_count, code, text, offset, last_ip))
+        self.entries.append(self._new_row(len(self.gaps), 0, 0))
+        self.gaps.append(Gap(self.item_count, code, text, offset, self._last_end))
         self.item_count += 1
         if missing_ip:
             self.end_ip = missing_ip  # the thread went on into code the image lacks
@@ -183,19 +187,19 @@ class DecodedPart:
         for _ in chain:
             self._pop_entry()
         for block in chain:
-            size = self.block_sizes[block]
+            ip, size = self.block_ips[block], self.block_sizes[block]
             if keep >= size:
-                ip, end_ip, iclass = self.block_ips[block], self.block_end_ips[block], self.block_classes[block]
-                self.add_raw_blocks(_raw_block(ip, end_ip, size, iclass))
+                end_ip = expander.addresses(ip, size)[-1]
+                self.add_raw_blocks(_raw_block(ip, end_ip, size, self._calls[block] or InsnClass.OTHER))
             elif keep:
-                self.add_raw_blocks(_raw_block(self.block_ips[block], addresses[keep - 1], keep, InsnClass.OTHER))
+                self.add_raw_blocks(_raw_block(ip, addresses[keep - 1], keep, InsnClass.OTHER))
             keep -= min(keep, size)
-        self.end_ip = self.last_instruction_ip()
+        self.end_ip = self._last_end = self._last_instruction_ip(expander)
 
     def _trailing_chain(self, expander, limit=4096):
         """The last blocks, back to the first one after an instruction that read trace (or an event, or a gap)."""
         entries, sizes = self.entries, self.block_sizes
-        if not entries or entries[-1] & GAP_FLAG:
+        if not entries or not sizes[entries[-1]]:
             return []
         last_event = self.event_items[-1] if self.event_items else -1
         position, first = len(entries) - 1, self.item_count - sizes[entries[-1]]
@@ -203,9 +207,9 @@ class DecodedPart:
             return []
         while position and len(entries) - position < limit:
             previous = entries[position - 1]
-            if previous & GAP_FLAG or first - sizes[previous] < last_event:
+            if not sizes[previous] or first - sizes[previous] < last_event:
                 break
-            if expander.needs_trace(self.block_end_ips[previous]):
+            if expander.needs_trace(expander.addresses(self.block_ips[previous], sizes[previous])[-1]):
                 break
             position -= 1
             first -= sizes[previous]
@@ -227,16 +231,16 @@ class DecodedPart:
 
     # -- reading ----------------------------------------------------------------------
 
-    def last_instruction_ip(self):
+    def _last_instruction_ip(self, expander):
         for position in range(len(self.entries) - 1, -1, -1):
-            entry = self.entries[position]
-            if not entry & GAP_FLAG:
-                return self.block_end_ips[entry]
+            row = self.entries[position]
+            if self.block_sizes[row]:
+                return expander.addresses(self.block_ips[row], self.block_sizes[row])[-1]
         return None
 
     def entry_items(self, entry):
         """How many items entry value ``entry`` stands for."""
-        return 1 if entry & GAP_FLAG else self.block_sizes[entry]
+        return self.block_sizes[entry] or 1
 
     def locate(self, index):
         """``(position, first_item)`` of the entry holding item ``index`` (0 <= index < item_count)."""
@@ -247,15 +251,17 @@ class DecodedPart:
         first = self.checkpoints[checkpoint]
         entries, sizes = self.entries, self.block_sizes
         while True:
-            entry = entries[position]
-            count = 1 if entry & GAP_FLAG else sizes[entry]
+            count = sizes[entries[position]] or 1
             if index < first + count:
                 return position, first
             first += count
             position += 1
 
+    def is_gap(self, entry):
+        return not self.block_sizes[entry]
+
     def gap(self, entry):
-        return self.gaps[entry & ~GAP_FLAG]
+        return self.gaps[self.block_ips[entry]]
 
     def events_before(self, index):
         """The events recorded just before item ``index`` (index == item_count: those after the last item)."""
