@@ -56,7 +56,7 @@ def save_bundle(path, cpu, processes, copy_images=False, force=False, tsc_conver
         for tid, trace in process.threads:
             if trace is not None:
                 planned[directory / "traces" / f"{tid}.intelpt_trace"] = trace
-    copies = _copies(directory, processes) if copy_images else {}
+    copies = _copies(directory, processes, copy_images)
     if copies:
         copied = {m.system_path: str(target.relative_to(directory)) for target, m in copies.items()}
         planned[directory / "copied_images.json"] = json.dumps(copied, indent=2) + "\n"
@@ -97,8 +97,14 @@ def _copyable(module):
     )
 
 
-def _copies(directory, processes):
-    return {directory / _copy_name(m): m for p in processes for m in p.modules if _copyable(m)}
+def _copies(directory, processes, copy_images):
+    """Files to write into the bundle: every module's with --copy-images; memory-only ones (the vdso) always."""
+    return {
+        directory / _copy_name(m): m
+        for p in processes
+        for m in p.modules
+        if m.memory is not None or (copy_images and _copyable(m))
+    }
 
 
 def _document(cpu, processes, copy_images, tsc_conversion):
@@ -125,7 +131,7 @@ def _process(process, copy_images):
     modules = []
     for module in process.modules:
         entry = {"systemPath": module.system_path, "loadAddress": f"0x{module.load_address:x}"}
-        if copy_images and _copyable(module):
+        if module.memory is not None or (copy_images and _copyable(module)):
             entry["file"] = str(_copy_name(module))
         elif module.path is not None and str(module.path) != module.system_path:
             entry["file"] = str(module.path)

@@ -139,6 +139,15 @@ class ThreadFlow:
         else:
             self.writer.enabled = False  # the next instruction re-enables with TIP.PGE
 
+    def paused(self, buffer_bytes=None):
+        """The stream so far, at a debugger stop: tracing pauses at ``current`` and resumes with the next step.
+
+        With ``buffer_bytes``, only the newest bytes are kept, as a circular buffer would.
+        """
+        self.writer.end(self.current)
+        data = self.writer.snapshot()
+        return data[-buffer_bytes:] if buffer_bytes and len(data) > buffer_bytes else data
+
     def finish(self, buffer_bytes=None):
         """The thread's stream; with ``buffer_bytes``, only its newest bytes (a circular snapshot)."""
         data = self.writer.finish()

@@ -177,6 +177,11 @@ class StreamWriter:
         if self.enabled:
             self.interrupt(stop_ip)
 
+    def snapshot(self):
+        """All bytes written so far, leaving the writer open (a live trace read at a stop)."""
+        self._drain()
+        return bytes(self.data)
+
     def finish(self):
         """All bytes written, after end()."""
         self._drain()

@@ -15,10 +15,11 @@ from .dump import DumpCommand
 from .load import LoadCommand
 from .save import SaveCommand
 from .schema import SchemaCommand
+from .start import StartCommand, StopCommand, install_stepping_overrides
 
 CONTAINER = "pt"
 CONTAINER_HELP = "Intel Processor Trace: load, inspect and record control-flow traces (lldb_trace)."
-COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand)
+COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand)
 
 
 def run(debugger, command):
@@ -36,6 +37,7 @@ def register(debugger):
     for command in COMMANDS:
         run(debugger, f"command script add -o -p -c {command.__module__}.{command.__name__} {CONTAINER} {command.name}")
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
+    install_stepping_overrides(debugger)
     if routed:
         _say(
             debugger,

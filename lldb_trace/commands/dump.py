@@ -263,6 +263,10 @@ def _thread_info(process_trace, target, tid):
     per_cpu = process_trace.per_cpu_source(tid)
     if per_cpu is not None:
         info["perCpu"] = per_cpu
+    backend = getattr(process_trace, "backend", None)
+    if backend is not None:
+        live_bytes = process_trace.trace_bytes(tid)
+        info["live"] = {"backend": backend.name, "bytes": len(live_bytes or b"")}
     decoded = process_trace.decoded_if_done(tid)
     if decoded is not None:
         info["decoded"] = {
@@ -306,6 +310,8 @@ def format_info(info):
                 f"      per-cpu trace: {per_cpu['bytes']} bytes in {per_cpu['pieces']} pieces from cpus {cpus}"
                 f" ({per_cpu['executions']} executions, {per_cpu['droppedBytes']} bytes undecodable)"
             )
+        elif "live" in thread:
+            lines.append(f"      live trace: {thread['live']['bytes']} bytes ({thread['live']['backend']})")
         elif thread["traceFile"] is None:
             lines.append("      no trace of its own")
             continue

@@ -3,6 +3,8 @@
 import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, save_bundle
+from ..live_trace import LiveProcessTrace
+from ..target import live
 from .base import TraceCommand
 from .dump import selected_trace
 
@@ -28,14 +30,19 @@ class SaveCommand(TraceCommand):
         if len(args) != 1:
             result.SetError("give one place to save to: pt save PATH (a directory or a .json file)")
             return
-        _target, process_trace = selected_trace(debugger, exe_ctx)
+        target, process_trace = selected_trace(debugger, exe_ctx)
         bundle = process_trace.bundle
         process = process_trace.process
+        modules = [SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules]
+        if isinstance(process_trace, LiveProcessTrace):
+            vdso = live.vdso_image(target)
+            if vdso is not None:  # no file to copy: its bytes come from the process
+                modules.append(SaveModule("[vdso]", None, vdso[0], None, memory=vdso[1]))
         saved = SaveProcess(
             process.pid,
             process.triple,
             tuple((tid, process_trace.trace_bytes(tid)) for tid in process_trace.tids),
-            tuple(SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules),
+            tuple(modules),
         )
         parser = self.get_parser()
         path = save_bundle(

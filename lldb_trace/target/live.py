@@ -1,0 +1,262 @@
+"""Tracing a live process under LLDB: the software recorder driven by LLDB's own stepping.
+
+``pt start --backend software`` attaches a LiveSession to the process.  From
+then on ``continue``, ``next``, ``step`` and ``finish`` (``process continue``,
+``thread step-over|step-in|step-out``) run as a scripted thread plan that
+single-steps the selected thread, feeds every step to the recorder (which
+writes real Intel PT packets) and stops where the command would have stopped:
+a breakpoint location, a new source line, a returned frame.  At each stop
+the recorded stream pauses (FUP + TIP.PGD at the pc, as user-space PT shows a
+trap into the debugger) and ``trace dump`` decodes it like any other trace.
+
+Other threads run freely, untraced, while the selected one is stepped.
+"""
+
+import lldb
+
+from ..capture.flow import FlowOptions, ThreadFlow
+from ..errors import LldbTraceError
+from ..live_trace import LiveProcessTrace, live_module
+from ..x86_flow import Classifier
+from . import registry
+
+PLAN_CLASS = "lldb_trace.target.live.RecordingPlan"
+MODES = {
+    "process continue": "continue",
+    "thread continue": "continue",
+    "thread step-over": "next",
+    "thread step-in": "step",
+    "thread step-out": "finish",
+}
+_sessions = {}  # registry key -> LiveSession
+
+
+class LiveTraceError(LldbTraceError):
+    """Tracing cannot start or run as asked."""
+
+
+class SoftwareBackend:
+    """The recorder's per-thread flows; a thread's bytes are produced once per stop."""
+
+    name = "software recorder"
+
+    def __init__(self, process, tids, buffer_kb, tsc, psb_period):
+        self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
+        self.classifier = Classifier(lambda address, size: _read(process, address, size))
+        clock = _monotonic_ns if tsc else None
+        options = FlowOptions(psb_period or 4096, clock)
+        self.flows = {}
+        for tid in tids:
+            pc = process.GetThreadByID(tid).GetFrameAtIndex(0).GetPC()
+            self.flows[tid] = ThreadFlow(tid, pc, self.classifier, options)
+        self._bytes = {}
+        self._generations = dict.fromkeys(tids, 0)
+
+    def stepped(self, tid, pc):
+        self.flows[tid].stepped(pc)
+        self._bytes.pop(tid, None)
+        self._generations[tid] += 1
+
+    def trace_bytes(self, tid):
+        if tid not in self.flows:
+            return None
+        if tid not in self._bytes:
+            self._bytes[tid] = self.flows[tid].paused(self.buffer_bytes)
+        return self._bytes[tid] or None
+
+    def generation(self, tid):
+        return self._generations.get(tid, 0)
+
+    def steps(self, tid):
+        return len(self.flows[tid].truth.addresses)
+
+
+def _monotonic_ns():
+    import time
+
+    return time.monotonic_ns()
+
+
+def _read(process, address, size):
+    error = lldb.SBError()
+    while size:
+        data = process.ReadMemory(address, size, error)
+        if error.Success() and data:
+            return bytes(data)
+        size //= 2
+    return b""
+
+
+def target_modules(target):
+    """The target's modules that are ELF files, at the load address of their lowest page."""
+    modules = []
+    for module in target.module_iter():
+        path = module.GetFileSpec().fullpath
+        header = module.GetObjectFileHeaderAddress().GetLoadAddress(target)
+        if not path or header == lldb.LLDB_INVALID_ADDRESS:
+            continue
+        built = live_module(path, header, _uuid(module))
+        if built is not None:
+            modules.append(built)
+    return modules
+
+
+def vdso_image(target):
+    """``(load address, bytes)`` of the vdso, read from the process (it has no file), or None."""
+    process = target.GetProcess()
+    for module in target.module_iter():
+        if module.GetFileSpec().GetFilename() != "[vdso]":
+            continue
+        start = module.GetObjectFileHeaderAddress().GetLoadAddress(target)
+        ends = [
+            section.GetLoadAddress(target) + section.GetByteSize()
+            for section in module.section_iter()
+            if section.GetLoadAddress(target) != lldb.LLDB_INVALID_ADDRESS
+        ]
+        if start == lldb.LLDB_INVALID_ADDRESS or not ends:
+            return None
+        size = (max(ends) - start + 0xFFF) & ~0xFFF
+        data = _read(process, start, size)
+        return (start, data) if len(data) == size else None
+    return None
+
+
+def _uuid(module):
+    uuid = module.GetUUIDString()
+    return uuid.replace("-", "").lower() if uuid else None
+
+
+class LiveSession:
+    """One traced live process: its backend, its LiveProcessTrace, and the current command's stop rule."""
+
+    def __init__(self, target, backend, tids):
+        process = target.GetProcess()
+        self.target = target
+        self.backend = backend
+        self.tids = tids
+        self.trace = LiveProcessTrace(process.GetProcessID(), target.GetTriple(), tids, target_modules(target), backend)
+        self.key = registry.add(target, self.trace)
+        _sessions[self.key] = self
+        self.rule = None
+
+    def close(self):
+        registry.remove(self.key)
+        _sessions.pop(self.key, None)
+
+
+def session_for(target):
+    for session in _sessions.values():
+        if session.target == target:
+            return session
+    return None
+
+
+def start_software(target, tids, buffer_kb, tsc, psb_period):
+    process = target.GetProcess()
+    if not process.IsValid() or process.GetState() != lldb.eStateStopped:
+        raise LiveTraceError("the process must be stopped to start tracing: run to a breakpoint first")
+    if session_for(target) is not None:
+        raise LiveTraceError("this process is already traced: 'pt stop' first")
+    backend = SoftwareBackend(process, tids, buffer_kb, tsc, psb_period)
+    return LiveSession(target, backend, tids)
+
+
+# -- the stepping ------------------------------------------------------------------------------------
+
+
+class StopRule:
+    """Where a command stops, judged after every step of the thread."""
+
+    def __init__(self, mode, thread):
+        self.mode = mode
+        frame = thread.GetFrameAtIndex(0)
+        self.start_cfa = frame.GetCFA()
+        self.start_line = _line(frame)
+        caller = thread.GetFrameAtIndex(1)
+        self.return_address = caller.GetPC() if caller.IsValid() else None
+        target = thread.GetProcess().GetTarget()
+        self.breakpoints = {
+            location.GetLoadAddress()
+            for breakpoint in target.breakpoint_iter()
+            if breakpoint.IsEnabled()
+            for location in breakpoint
+            if location.IsEnabled()
+        }
+        self.reason = ""
+
+    def should_stop(self, thread, pc):
+        if pc in self.breakpoints:
+            self.reason = "breakpoint"
+            return True
+        if self.mode == "continue":
+            return False
+        frame = thread.GetFrameAtIndex(0)
+        if self.mode == "finish":
+            if pc == self.return_address and frame.GetCFA() > self.start_cfa:
+                self.reason = "step out"
+                return True
+            return False
+        line = _line(frame)
+        if line is None or line == self.start_line:
+            return False
+        if self.mode == "step" or frame.GetCFA() >= self.start_cfa:
+            self.reason = "step in" if self.mode == "step" else "step over"
+            return True
+        return False
+
+
+def _line(frame):
+    entry = frame.GetLineEntry()
+    if not entry.IsValid() or not entry.GetLine():
+        return None
+    return (entry.GetFileSpec().fullpath, entry.GetLine())
+
+
+class RecordingPlan:
+    """A scripted thread plan: one instruction per step, each recorded, until the StopRule says stop."""
+
+    def __init__(self, thread_plan, args, _internal_dict=None):
+        self.thread_plan = thread_plan
+        self.session = _sessions[args.GetValueForKey("key").GetStringValue(100)]
+
+    def explains_stop(self, _event):
+        return self.thread_plan.GetThread().GetStopReason() in (lldb.eStopReasonTrace, lldb.eStopReasonNone)
+
+    def should_stop(self, _event):
+        thread = self.thread_plan.GetThread()
+        pc = thread.GetFrameAtIndex(0).GetPC()
+        self.session.backend.stepped(thread.GetThreadID(), pc)
+        return self.session.rule.should_stop(thread, pc)
+
+    def should_step(self):
+        return True
+
+    def is_stale(self):
+        return False
+
+    def stop_description(self, stream):
+        stream.Print(f"{self.session.rule.reason or 'recorded'} (lldb_trace software recorder)")
+
+
+def run_recorded(debugger, session, mode):
+    """Run ``mode`` on the selected thread as a recorded single-step plan; returns the status text."""
+    process = session.target.GetProcess()
+    thread = process.GetSelectedThread()
+    if thread.GetThreadID() not in session.tids:
+        raise LiveTraceError(f"thread {thread.GetThreadID()} is not traced: select a traced thread or 'pt stop'")
+    session.rule = StopRule(mode, thread)
+    arguments = lldb.SBStructuredData()
+    arguments.SetFromJSON(f'{{"key": "{session.key}"}}')
+    was_async = debugger.GetAsync()
+    debugger.SetAsync(False)
+    try:
+        error = thread.StepUsingScriptedThreadPlan(PLAN_CLASS, arguments, True)
+    finally:
+        debugger.SetAsync(was_async)
+    if error.Fail():
+        raise LiveTraceError(f"stepping failed: {error.GetCString()}")
+    stream = lldb.SBStream()
+    if process.GetState() == lldb.eStateExited:
+        return f"Process {process.GetProcessID()} exited with status = {process.GetExitStatus()}\n"
+    process.GetSelectedThread().GetStatus(stream)
+    return stream.GetData() or ""

@@ -1,0 +1,98 @@
+"""pt start --backend software on a real process, then trace save and a fresh load: the round trip."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+
+from lldb_session import Session  # noqa: E402
+
+from lldb_trace.target import live  # noqa: E402
+
+
+def _debugserver():
+    """The lldb-server next to the pip LLDB (LLDB looks beside its own library otherwise)."""
+    if os.environ.get("LLDB_DEBUGSERVER_PATH"):
+        return os.environ["LLDB_DEBUGSERVER_PATH"]
+    for root in map(Path, lldb.__path__):
+        for candidate in [
+            *root.parent.glob("lldb_for_pwndbg/_vendor/bin/lldb-server"),
+            Path("/usr/bin/lldb-server-22"),
+        ]:
+            if candidate.exists():
+                return str(candidate)
+    return None
+
+
+@pytest.fixture
+def program(tmp_path, monkeypatch):
+    server = _debugserver()
+    if server is None:
+        pytest.skip("no lldb-server to launch processes with")
+    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
+    binary = tmp_path / "build" / "basic"
+    binary.parent.mkdir()
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / "basic.c")], check=True)
+    return binary
+
+
+def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
+    (tmp_path / "live").mkdir()
+    session = Session(tmp_path / "live")
+    try:
+        session.ok(f"file {program}")
+        session.ok("breakpoint set -n fib")
+        session.ok("process launch")
+        process = session.target.GetProcess()
+        assert process.GetState() == lldb.eStateStopped
+        assert "software recorder" in session.ok("pt start --backend software")
+        thread = process.GetSelectedThread()
+        tid = thread.GetThreadID()
+        depth = thread.GetNumFrames()
+        session.handle("continue")  # to the recursive call: the breakpoint stops the recording
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "fib" and thread.GetNumFrames() == depth + 1
+        session.ok("breakpoint disable")  # or finish would stop in the next recursive call
+        session.handle("finish")
+        assert thread.GetNumFrames() == depth
+        session.handle("next")
+        pc = thread.GetFrameAtIndex(0).GetPC()
+        trace = live.session_for(session.target).trace
+        decoded = trace.decoded(tid)
+        assert decoded.end_ip == pc  # the trace ends where the thread stands
+        truth = list(live.session_for(session.target).backend.flows[tid].truth.addresses)
+        addresses = [item.address for item in trace.cursor(tid, forwards=True).items()]
+        assert addresses == truth and len(truth) > 20
+        before = session.ok("pt dump -i --all"), session.ok("pt dump -C --all")
+        session.ok(f"trace save {tmp_path / 'saved'} --copy-images")
+        process.Kill()
+    finally:
+        session.close()
+    shutil.move(program, tmp_path / "moved-away")
+    document = json.loads((tmp_path / "saved" / "trace.json").read_text())
+    assert document["processes"][0]["threads"] == [{"tid": tid, "iptTrace": f"traces/{tid}.intelpt_trace"}]
+    (tmp_path / "fresh").mkdir()
+    fresh = Session(tmp_path / "fresh")
+    try:
+        fresh.ok(f"trace load {tmp_path / 'saved' / 'trace.json'}")
+        after = fresh.ok("pt dump -i --all"), fresh.ok("pt dump -C --all")
+        assert fresh.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetPC() == pc
+    finally:
+        fresh.close()
+    assert after == before
+
+
+def test_start_needs_a_stopped_live_process(tmp_path):
+    session = Session(tmp_path)
+    try:
+        error = session.handle("pt start --backend software").GetError()
+        assert "no live process" in error
+        assert "not traced" in session.handle("pt stop").GetError()
+        assert "unknown backend" in session.handle("pt start --backend bogus").GetError()
+    finally:
+        session.close()
