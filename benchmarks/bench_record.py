@@ -2,9 +2,15 @@
 
     python benchmarks/bench_record.py [N]
 
-Both record the same program (test_traces/src/million.c built with -DN=N, so
+All record the same program (test_traces/src/million.c built with -DN=N, so
 about 13*N*N instructions) from main until it calls finished(), on the same
-machine.  GDB is timed around its ``continue`` only, via its Python API.
+machine:
+
+- ``lldb_trace record``: the standalone recorder (ptrace single-steps);
+- ``pt start --backend software``: the recorder driven by LLDB's process
+  control (a scripted thread plan single-stepping a live process under LLDB),
+  timed around its ``continue`` only;
+- GDB's ``record full``, timed around its ``continue`` only, via its Python API.
 """
 
 import re
@@ -47,6 +53,30 @@ def ours(binary):
     return recording.instructions, time.perf_counter() - started
 
 
+def lldb_live(binary):
+    """``pt start --backend software`` + ``continue`` to finished() in the pip LLDB, in-process."""
+    import lldb
+
+    from lldb_trace.target import live
+
+    debugger = lldb.SBDebugger.Create(False)
+    debugger.SetAsync(False)
+    interpreter = debugger.GetCommandInterpreter()
+    result = lldb.SBCommandReturnObject()
+    for command in ("command script import lldb_trace", f"file {binary}", "b main", "b finished", "run",
+                    "pt start --backend software"):  # fmt: skip
+        interpreter.HandleCommand(command, result)
+    started = time.perf_counter()
+    interpreter.HandleCommand("continue", result)
+    seconds = time.perf_counter() - started
+    target = debugger.GetSelectedTarget()
+    session = live.session_for(target)
+    count = sum(session.backend.steps(tid) for tid in session.tids)
+    target.GetProcess().Kill()
+    lldb.SBDebugger.Destroy(debugger)
+    return count, seconds
+
+
 def gdb(binary, directory):
     if not shutil.which("gdb"):
         return None
@@ -61,12 +91,17 @@ def gdb(binary, directory):
 def main(n):
     with tempfile.TemporaryDirectory() as directory:
         binary = build(directory, n)
-        for name, result in (("lldb_trace record", ours(binary)), ("gdb record full", gdb(binary, directory))):
+        runs = (
+            ("lldb_trace record", ours(binary)),
+            ("pt start --backend software", lldb_live(binary)),
+            ("gdb record full", gdb(binary, directory)),
+        )
+        for name, result in runs:
             if result is None:
-                print(f"{name:<18} (gdb not installed)")
+                print(f"{name:<28} (gdb not installed)")
                 continue
             count, seconds = result
-            print(f"{name:<18} {count:>9} instructions in {seconds:7.2f} s = {count / seconds:>9,.0f} instructions/s")
+            print(f"{name:<28} {count:>9} instructions in {seconds:7.2f} s = {count / seconds:>9,.0f} instructions/s")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,13 @@ def start_software(target, tids, buffer_kb, tsc, psb_period):
         raise LiveTraceError("the process must be stopped to start tracing: run to a breakpoint first")
     if session_for(target) is not None:
         raise LiveTraceError("this process is already traced: 'pt stop' first")
+    if len(tids) != 1:
+        raise LiveTraceError(
+            "the software recorder follows the one thread it steps: give one -t TID (or select the thread);"
+            " --all needs --backend intel-pt"
+        )
+    if buffer_kb and not psb_period:
+        psb_period = min(4096, buffer_kb * 1024 // 4)  # a circular buffer must keep PSBs to decode from
     backend = SoftwareBackend(process, tids, buffer_kb, tsc, psb_period)
     return LiveSession(target, backend, tids)
 
