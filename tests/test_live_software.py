@@ -96,3 +96,22 @@ def test_start_needs_a_stopped_live_process(tmp_path):
         assert "unknown backend" in session.handle("pt start --backend bogus").GetError()
     finally:
         session.close()
+
+
+@pytest.mark.skipif(Path("/sys/bus/event_source/devices/intel_pt").exists(), reason="this machine has Intel PT")
+def test_without_intel_pt_auto_records_in_software_and_intel_pt_says_why(program, tmp_path):
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {program}")
+        session.ok("breakpoint set -n main")
+        session.ok("process launch")
+        error = session.handle("pt start --backend intel-pt").GetError()
+        assert "no Intel PT" in error and "--backend software" in error
+        assert "-b 3: the buffer size must be a power of two" in session.handle("pt start -b 3").GetError()
+        message = session.ok("pt start")
+        assert "software recorder (no Intel PT: this CPU has no Intel PT" in message
+        assert "already traced" in session.handle("pt start").GetError()
+        session.ok("pt stop")
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()

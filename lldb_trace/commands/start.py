@@ -7,6 +7,7 @@ here hand every other process to LLDB's own commands untouched.
 
 import lldb
 
+from ..capture import intel_pt_backend
 from ..errors import LldbTraceError
 from ..target import live
 from .base import TraceCommand
@@ -69,15 +70,15 @@ class StartCommand(TraceCommand):
         tids = _tids(process, self.tids, parser.was_set("all"))
         buffer_kb = _buffer_kb(int(parser.buffer_kb or 0))
         psb_period = int(parser.psb_period or 0)
-        chosen = _choose_backend(backend)
+        chosen, why_not = _choose_backend(backend)
         if chosen == "intel-pt":
-            from ..capture import intel_pt_backend
-
-            session = live.start_intel_pt(target, tids, buffer_kb, parser.was_set("tsc"), psb_period or None)
-            what = f"Intel PT ({intel_pt_backend.__name__})"
+            session = live.start_intel_pt(
+                target, tids, buffer_kb, parser.was_set("tsc"), psb_period or None, parser.was_set("all")
+            )
+            what = "Intel PT (perf_event_open)"
         else:
             session = live.start_software(target, tids, buffer_kb, parser.was_set("tsc"), psb_period)
-            what = "the software recorder"
+            what = "the software recorder" + (f" ({why_not})" if why_not else "")
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
@@ -117,17 +118,16 @@ def _buffer_kb(kb):
 
 
 def _choose_backend(backend):
+    """``(backend, why Intel PT is not used)``; auto means Intel PT where the CPU and permissions allow it."""
     if backend == "software":
-        return "software"
+        return "software", None
     try:
-        from ..capture import intel_pt_backend
-
         intel_pt_backend.check_available()
-    except LldbTraceError:
+    except LldbTraceError as error:
         if backend == "intel-pt":
             raise
-        return "software"
-    return "intel-pt"
+        return "software", f"no Intel PT: {str(error).split(':')[0]}"
+    return "intel-pt", None
 
 
 def install_stepping_overrides(debugger):

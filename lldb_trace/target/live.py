@@ -14,6 +14,7 @@ Other threads run freely, untraced, while the selected one is stepped.
 
 import lldb
 
+from ..capture import intel_pt_backend
 from ..capture.flow import FlowOptions, ThreadFlow
 from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace, live_module
@@ -39,6 +40,7 @@ class SoftwareBackend:
     """The recorder's per-thread flows; a thread's bytes are produced once per stop."""
 
     name = "software recorder"
+    all_threads = False
 
     def __init__(self, process, tids, buffer_kb, tsc, psb_period):
         self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
@@ -69,6 +71,52 @@ class SoftwareBackend:
 
     def steps(self, tid):
         return len(self.flows[tid].truth.addresses)
+
+
+class IntelPtBackend:
+    """One perf_event_open intel_pt event per thread; buffers are read at every stop (the stop hook)."""
+
+    name = "intel-pt"
+
+    def __init__(self, tids, buffer_kb, tsc, psb_period, all_threads):
+        self.buffer_kb, self.tsc, self.psb_period, self.all_threads = buffer_kb or 64, tsc, psb_period, all_threads
+        self.pmu = intel_pt_backend.check_available()
+        self.traces = {}
+        self._bytes = {}
+        self._generations = {}
+        try:
+            for tid in tids:
+                self.add_thread(tid)
+        except Exception:
+            self.close()
+            raise
+
+    def add_thread(self, tid):
+        self.traces[tid] = intel_pt_backend.ThreadTrace(
+            tid, self.buffer_kb, tsc=self.tsc, psb_period=self.psb_period, pmu=self.pmu
+        )
+        self._generations[tid] = 0
+
+    def read_all(self):
+        """Pause, copy and resume every thread's buffer that changed since the last read."""
+        for tid, trace in self.traces.items():
+            if tid not in self._bytes or trace.changed():
+                self._bytes[tid] = trace.read()
+                self._generations[tid] += 1
+
+    def trace_bytes(self, tid):
+        if tid not in self.traces:
+            return None
+        if tid not in self._bytes:
+            self.read_all()
+        return self._bytes.get(tid) or None
+
+    def generation(self, tid):
+        return self._generations.get(tid, 0)
+
+    def close(self):
+        for trace in self.traces.values():
+            trace.close()
 
 
 def _monotonic_ns():
@@ -166,6 +214,40 @@ def start_software(target, tids, buffer_kb, tsc, psb_period):
         psb_period = min(4096, buffer_kb * 1024 // 4)  # a circular buffer must keep PSBs to decode from
     backend = SoftwareBackend(process, tids, buffer_kb, tsc, psb_period)
     return LiveSession(target, backend, tids)
+
+
+def start_intel_pt(target, tids, buffer_kb, tsc, psb_period, all_threads=False):
+    process = target.GetProcess()
+    if not process.IsValid() or process.GetState() != lldb.eStateStopped:
+        raise LiveTraceError("the process must be stopped to start tracing: run to a breakpoint first")
+    if session_for(target) is not None:
+        raise LiveTraceError("this process is already traced: 'pt stop' first")
+    session = LiveSession(target, IntelPtBackend(tids, buffer_kb, tsc, psb_period, all_threads), tids)
+    _run(
+        target.GetDebugger(),
+        f"target stop-hook add -P {StopHook.__module__}.{StopHook.__name__} -k key -v {session.key}",
+    )
+    return session
+
+
+class StopHook:
+    """A scripted stop hook: every stop of a process traced with Intel PT refreshes its trace."""
+
+    def __init__(self, target, args, _internal_dict=None):
+        self.key = args.GetValueForKey("key").GetStringValue(100)
+
+    def handle_stop(self, _exe_ctx, _stream):
+        session = _sessions.get(self.key)
+        if session is not None:
+            session.stopped()
+        return True
+
+
+def _run(debugger, command):
+    result = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand(command, result)
+    if not result.Succeeded():
+        raise LiveTraceError(f"'{command}' failed: {result.GetError().strip()}")
 
 
 # -- the stepping ------------------------------------------------------------------------------------
