@@ -76,6 +76,8 @@ def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
     shutil.move(program, tmp_path / "moved-away")
     document = json.loads((tmp_path / "saved" / "trace.json").read_text())
     assert document["processes"][0]["threads"] == [{"tid": tid, "iptTrace": f"traces/{tid}.intelpt_trace"}]
+    vdso = [m for m in document["processes"][0]["modules"] if m["systemPath"] == "[vdso]"]
+    assert vdso and (tmp_path / "saved" / vdso[0]["file"]).read_bytes().startswith(b"\x7fELF")  # from memory
     (tmp_path / "fresh").mkdir()
     fresh = Session(tmp_path / "fresh")
     try:
