@@ -114,6 +114,11 @@ def test_without_intel_pt_auto_records_in_software_and_intel_pt_says_why(program
         assert "software recorder (no Intel PT: this CPU has no Intel PT" in message
         assert "already traced" in session.handle("pt start").GetError()
         session.ok("pt stop")
+        session.ok("breakpoint set -n fib")
+        session.handle("continue")  # untraced again: LLDB's own continue, stopping at the breakpoint
+        thread = session.target.GetProcess().GetSelectedThread()
+        assert thread.GetStopReason() == lldb.eStopReasonBreakpoint
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "fib"
         session.target.GetProcess().Kill()
     finally:
         session.close()
