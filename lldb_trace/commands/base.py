@@ -42,3 +42,24 @@ class TraceCommand(ParsedCommand):
 
     def run(self, debugger, args, exe_ctx, result):
         raise NotImplementedError
+
+
+class TidOptionCommand(TraceCommand):
+    """A command with a repeatable ``-t TID`` option, gathered into ``self.tids``."""
+
+    def add_tid_option(self, help_text):
+        self.get_parser().add_option("t", "tid", help_text, default=None, value_type=lldb.eArgTypeThreadID)
+        self.tids = []
+
+    def option_parsing_started(self):
+        super().option_parsing_started()
+        self.tids = []
+
+    def set_option_value(self, exe_ctx, opt_name, opt_value):
+        if opt_name != "tid":
+            return super().set_option_value(exe_ctx, opt_name, opt_value)
+        try:
+            self.tids.append(int(opt_value, 0))
+        except ValueError:
+            return False
+        return True

@@ -7,7 +7,7 @@ import lldb
 from ..errors import LldbTraceError
 from ..target import registry
 from . import dump_calls, dump_instructions
-from .base import TraceCommand
+from .base import TidOptionCommand
 from .symbols import Symbolizer, disassembly_flavor
 
 
@@ -37,7 +37,7 @@ def chosen_tids(process_trace, target, tids):
     return [thread.GetThreadID()] if thread.IsValid() else process_trace.tids[:1]
 
 
-class DumpCommand(TraceCommand):
+class DumpCommand(TidOptionCommand):
     name = "dump"
     short_help = "Show the loaded trace: session info, the last instructions, or the call tree."
     long_help = (
@@ -84,24 +84,8 @@ class DumpCommand(TraceCommand):
         flag("v", "verbose", "Session info: also print the bundle file.")
         flag("k", "continue", "Continue where the previous dump of the thread stopped (what Enter does).")
         parser.add_option("F", "file", "Write the dump to this file.", default=None, value_type=lldb.eArgTypeFilename)
-        parser.add_option(
-            "t", "tid", "A thread to dump (repeat for several).", default=None, value_type=lldb.eArgTypeThreadID
-        )
-        self.tids = []
+        self.add_tid_option("A thread to dump (repeat for several).")
         self.continuations = {}  # (target key, tid, mode, forwards) -> where the next dump starts
-
-    def option_parsing_started(self):
-        super().option_parsing_started()
-        self.tids = []
-
-    def set_option_value(self, exe_ctx, opt_name, opt_value):
-        if opt_name != "tid":
-            return super().set_option_value(exe_ctx, opt_name, opt_value)
-        try:
-            self.tids.append(int(opt_value, 0))
-        except ValueError:
-            return False
-        return True
 
     def get_repeat_command(self, command):
         """Enter after a dump continues it: the same command plus --continue (LLDB passes "dump ...")."""
@@ -185,43 +169,45 @@ def _instructions(command, parser, process_trace, target, tid, symbolizer):
     start = command.continuations.get(key, -1) if parser.was_set("continue") else None
     if start is None and parser.was_set("id"):
         start = int(parser.id)
-    if decoded is None or (start is None and parser.was_set("continue")):
-        items, next_start = [], None
-    else:
-        items, next_start = dump_instructions.window(decoded, process_trace.expander, view, start)
-    command.continuations[key] = next_start
+    items = _page(command, parser, decoded, key, start, lambda: dump_instructions.window(
+        decoded, process_trace.expander, view, start))  # fmt: skip
     conversion = process_trace.bundle.tsc_conversion
     if parser.was_set("json"):
         return dump_instructions.json_items(items, view, symbolizer, conversion)
-    lines = [_header(process_trace, tid)]
-    if decoded is None:
-        lines.append("  (no trace for this thread)")
-    elif not items:
-        lines.append("  (no more items)" if parser.was_set("continue") else "  (no items)")
-    lines += dump_instructions.text_lines(items, view, symbolizer, conversion)
-    return "\n".join(lines)
+    lines = _heading(parser, process_trace, tid, decoded, items, "items")
+    return "\n".join(lines + dump_instructions.text_lines(items, view, symbolizer, conversion))
 
 
 def _function_calls(command, parser, process_trace, target, tid, symbolizer):
     decoded = process_trace.decoded(tid)
     key = _continuation_key(target, tid, "calls", False)
     start = command.continuations.get(key, -1) if parser.was_set("continue") else None
-    if decoded is None or (start is None and parser.was_set("continue")):
-        calls, next_start = [], None
-    else:
-        forest = process_trace.call_forest(tid)
-        calls, next_start = dump_calls.call_window(forest, _count(parser), _offset(parser), start)
-    command.continuations[key] = next_start
+    calls = _page(command, parser, decoded, key, start, lambda: dump_calls.call_window(
+        process_trace.call_forest(tid), _count(parser), _offset(parser), start))  # fmt: skip
     conversion = process_trace.bundle.tsc_conversion
     if parser.was_set("json"):
         return dump_calls.json_calls(decoded, calls, symbolizer, conversion)
+    lines = _heading(parser, process_trace, tid, decoded, calls, "calls")
+    return "\n".join(lines + dump_calls.text_lines(decoded, calls, parser.was_set("flat"), symbolizer, conversion))
+
+
+def _page(command, parser, decoded, key, start, window):
+    """The entries ``window()`` picks, remembering where Enter continues; none once a continuation ran out."""
+    if decoded is None or (start is None and parser.was_set("continue")):
+        entries, next_start = [], None
+    else:
+        entries, next_start = window()
+    command.continuations[key] = next_start
+    return entries
+
+
+def _heading(parser, process_trace, tid, decoded, entries, what):
     lines = [_header(process_trace, tid)]
     if decoded is None:
         lines.append("  (no trace for this thread)")
-    elif not calls:
-        lines.append("  (no more calls)" if parser.was_set("continue") else "  (no calls)")
-    lines += dump_calls.text_lines(decoded, calls, parser.was_set("flat"), symbolizer, conversion)
-    return "\n".join(lines)
+    elif not entries:
+        lines.append(f"  (no more {what})" if parser.was_set("continue") else f"  (no {what})")
+    return lines
 
 
 def session_info(process_trace, target, tids, verbose):

@@ -10,12 +10,12 @@ import lldb
 from ..capture import intel_pt_backend
 from ..errors import LldbTraceError
 from ..target import live
-from .base import TraceCommand
+from .base import TidOptionCommand, TraceCommand
 
 BACKENDS = ("auto", "intel-pt", "software")
 
 
-class StartCommand(TraceCommand):
+class StartCommand(TidOptionCommand):
     name = "start"
     short_help = "Start tracing the selected process (Intel PT, or the software recorder where the CPU has none)."
     long_help = (
@@ -30,8 +30,7 @@ class StartCommand(TraceCommand):
 
     def setup_command_definition(self):
         parser = self.get_parser()
-        parser.add_option("t", "tid", "A thread to trace (repeat for several).", default=None,
-                          value_type=lldb.eArgTypeThreadID)  # fmt: skip
+        self.add_tid_option("A thread to trace (repeat for several).")
         parser.add_option("a", "all", "Trace every thread.", default=None)
         parser.add_option("b", "buffer-size", "Trace buffer size in KiB, a power of two.", default=0,
                           value_type=lldb.eArgTypeUnsignedInteger, dest="buffer_kb")  # fmt: skip
@@ -41,20 +40,6 @@ class StartCommand(TraceCommand):
         parser.add_option("B", "backend", "auto (default), intel-pt or software.", default="auto",
                           value_type=lldb.eArgTypeNone)  # fmt: skip
         parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeNone, repeat="optional")])
-        self.tids = []
-
-    def option_parsing_started(self):
-        super().option_parsing_started()
-        self.tids = []
-
-    def set_option_value(self, exe_ctx, opt_name, opt_value):
-        if opt_name != "tid":
-            return super().set_option_value(exe_ctx, opt_name, opt_value)
-        try:
-            self.tids.append(int(opt_value, 0))
-        except ValueError:
-            return False
-        return True
 
     def run(self, debugger, args, exe_ctx, result):
         parser = self.get_parser()
