@@ -96,6 +96,8 @@ def test_start_needs_a_stopped_live_process(tmp_path):
         assert "no live process" in error
         assert "not traced" in session.handle("pt stop").GetError()
         assert "unknown backend" in session.handle("pt start --backend bogus").GetError()
+        session.ok(f"pt load {ROOT / 'test_traces' / 'sample' / 'trace.json'}")
+        assert "a loaded trace, not a live process" in session.handle("pt start").GetError()
     finally:
         session.close()
 

@@ -52,6 +52,8 @@ class StartCommand(TidOptionCommand):
         process = target.GetProcess()
         if not process.IsValid() or not process.is_alive:
             raise LldbTraceError("no live process: launch or attach one, stop it, then 'pt start'")
+        if process.GetPluginName() == "ScriptedProcess":
+            raise LldbTraceError("this target is a loaded trace, not a live process: 'pt start' needs a running one")
         tids = _tids(process, self.tids, parser.was_set("all"))
         buffer_kb = _buffer_kb(int(parser.buffer_kb or 0))
         psb_period = int(parser.psb_period or 0)
