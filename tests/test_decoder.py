@@ -368,6 +368,21 @@ def test_decoding_in_pieces_equals_one_pass(scenario, name):
         assert whole.item_count == opened.trace.decoded(tid).item_count
 
 
+def test_timestamp_ticks_are_the_same_events_in_pieces_as_in_one_pass(scenario):
+    """Time changes show as TICK events between items; a piece restating the time adds none."""
+    opened = scenario("timestamps")
+    [tid] = opened.tids
+    trace = opened.trace.trace_bytes(tid)
+
+    def ticks(decoded):
+        cursor = TraceCursor(decoded, opened.trace.expander, forwards=True)
+        return [(item.index, item.tsc) for item in cursor.items() for e in item.events if e.type == EventType.TICK]
+
+    whole = ticks(opened.single_pass(tid))
+    assert len(whole) >= 5 and [tsc for _, tsc in whole] == sorted(tsc for _, tsc in whole)
+    assert ticks(opened.pieces(tid, len(trace))) == whole
+
+
 # -- 4. the PSB placements native LLDB mis-decodes ------------------------------------------------
 
 BRANCH_KINDS = {"conditional", "return", "indirect-call", "indirect-jump"}

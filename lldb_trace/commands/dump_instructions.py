@@ -33,7 +33,9 @@ def window(decoded, expander, view, start=None):
     return items, cursor.index if cursor.has_value else None
 
 
-def event_text(event):
+def event_text(event, tsc=None, conversion=None):
+    if event.type.name == "TICK":
+        return f"tick: time is {timestamp_text(tsc, conversion)}"
     where = f" at 0x{event.ip:x}" if event.ip is not None else ""
     return f"{event.type.name.lower()}{where}"
 
@@ -52,7 +54,7 @@ def text_lines(items, view, symbolizer, conversion):
     """The RFC's text form of ``items`` (already in display order)."""
     lines, last_label, last_source = [], None, None
     for item in items:
-        events = [f"    (event) {event_text(e)}" for e in item.events] if view.events else []
+        events = [f"    (event) {event_text(e, item.tsc, conversion)}" for e in item.events] if view.events else []
         if view.forwards:
             lines += events
         prefix = f"[{item.index}: {timestamp_text(item.tsc, conversion)}]" if view.time else f"[{item.index}]"

@@ -264,10 +264,17 @@ class DecodedPart:
         return self.gaps[self.block_ips[entry]]
 
     def events_before(self, index):
-        """The events recorded just before item ``index`` (index == item_count: those after the last item)."""
+        """The events recorded just before item ``index`` (index == item_count: those after the last item).
+
+        A timestamp change there is reported as a TICK event too (it is stored in the timestamp table).
+        """
         low = bisect_right(self.event_items, index - 1)
         high = bisect_right(self.event_items, index)
-        return [self.event(k) for k in range(low, high)]
+        found = [self.event(k) for k in range(low, high)]
+        k = bisect_right(self.tsc_items, index) - 1
+        if k >= 0 and self.tsc_items[k] == index:
+            found.append(EventRecord(index, EventType.TICK, None))
+        return found
 
     def event(self, k):
         ip = self.event_ips[k]
@@ -352,6 +359,9 @@ class DecodedThread:
         for part, start in zip(self.parts, self.part_starts, strict=False):
             if start <= index <= start + part.item_count:
                 found += [replace(e, index=e.index + start) for e in part.events_before(index - start)]
+        ticks = any(e.type == EventType.TICK for e in found)
+        if ticks and 0 < index < self.item_count and self.timestamp(index) == self.timestamp(index - 1):
+            found = [e for e in found if e.type != EventType.TICK]  # a piece restating its predecessor's time
         return found
 
     def timestamp(self, index):
