@@ -39,9 +39,6 @@ class Call:
         for child in self.children:
             yield from child.walk()
 
-    def exclusive_items(self):
-        return (self.last - self.first + 1) - sum(c.last - c.first + 1 for c in self.children)
-
 
 class CallForest:
     """The trees of a thread's calls, one per stretch between gaps."""

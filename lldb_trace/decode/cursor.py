@@ -53,7 +53,7 @@ class TraceCursor:
         return self.has_value
 
     def item(self):
-        """The Item at the current position."""
+        """The Item at the current position (the cursor stays there)."""
         return next(self.items(limit=1))
 
     def items(self, limit=None):
@@ -71,9 +71,6 @@ class TraceCursor:
                 decoded.timestamp(index) if decoded.has_timestamps else None,
             )
             self.index = index + (1 if self.forwards else -1)
-
-    def address(self):
-        return self.item().address
 
 
 def walk(decoded, start, forwards, expander):

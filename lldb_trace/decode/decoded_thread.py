@@ -238,10 +238,6 @@ class DecodedPart:
                 return expander.addresses(self.block_ips[row], self.block_sizes[row])[-1]
         return None
 
-    def entry_items(self, entry):
-        """How many items entry value ``entry`` stands for."""
-        return self.block_sizes[entry] or 1
-
     def locate(self, index):
         """``(position, first_item)`` of the entry holding item ``index`` (0 <= index < item_count)."""
         if not 0 <= index < self.item_count:
@@ -256,9 +252,6 @@ class DecodedPart:
                 return position, first
             first += count
             position += 1
-
-    def is_gap(self, entry):
-        return not self.block_sizes[entry]
 
     def gap(self, entry):
         return self.gaps[self.block_ips[entry]]
