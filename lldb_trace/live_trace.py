@@ -18,18 +18,10 @@ UNKNOWN_CPU = CpuInfo("unknown", 0, 0, 0)
 def live_module(path, load_address, build_id):
     """A bundle Module for a file mapped at ``load_address`` (its lowest page), or None if it is no ELF file."""
     try:
-        info = ElfInfo(path)
+        elf = ElfInfo(path)
     except (NotAnElfError, OSError):
         return None
-    return Module(
-        system_path=str(path),
-        path=Path(path),
-        load_address=load_address,
-        uuid=build_id,
-        build_id=info.build_id,
-        size=info.load_span,
-        segments=tuple(info.loaded_segments(load_address)),
-    )
+    return Module.from_elf(str(path), Path(path), elf, load_address, build_id)
 
 
 class LiveProcessTrace(ProcessTrace):

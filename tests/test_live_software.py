@@ -124,3 +124,48 @@ def test_without_intel_pt_auto_records_in_software_and_intel_pt_says_why(program
         session.target.GetProcess().Kill()
     finally:
         session.close()
+
+
+class _FakeIntelPt:
+    """Stands in for IntelPtBackend (no PMU here): records what a stop asks of it."""
+
+    name = "intel-pt"
+    all_threads = True
+
+    def __init__(self):
+        self.traces, self.reads, self.closed = {}, 0, False
+
+    def add_thread(self, tid):
+        self.traces[tid] = b""
+
+    def read_all(self):
+        self.reads += 1
+
+    def trace_bytes(self, tid):
+        return None
+
+    def generation(self, tid):
+        return 0
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_stop_picks_up_new_threads_and_reads_the_buffers(program, tmp_path):
+    """What the stop hook runs for --all: threads not yet traced are added, then every buffer is read."""
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {program}")
+        session.ok("breakpoint set -n main")
+        session.ok("process launch")
+        backend = _FakeIntelPt()
+        live_session = live.LiveSession(session.target, backend, [])
+        live_session.stopped()
+        tid = session.target.GetProcess().GetSelectedThread().GetThreadID()
+        assert live_session.tids == [tid] and backend.reads == 1
+        assert live.session_for(session.target).trace.tids == [tid]
+        live_session.close()
+        assert backend.closed and live.session_for(session.target) is None
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()

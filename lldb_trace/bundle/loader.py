@@ -183,15 +183,7 @@ class _Builder:
                 "it is not the binary that ran; set 'file' to a copy of the original"
             )
         load_address = parse_address(module["loadAddress"])
-        return Module(
-            system_path=module["systemPath"],
-            path=path,
-            load_address=load_address,
-            uuid=uuid,
-            build_id=build_id,
-            size=elf.load_span,
-            segments=tuple(elf.loaded_segments(load_address)),
-        )
+        return Module.from_elf(module["systemPath"], path, elf, load_address, uuid)
 
     def _elf(self, where, path):
         try:

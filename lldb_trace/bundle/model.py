@@ -50,6 +50,19 @@ class Module:
     size: int
     segments: tuple[Segment, ...] = ()
 
+    @classmethod
+    def from_elf(cls, system_path, path, elf, load_address, uuid):
+        """The module whose file ``elf`` (an ElfInfo of ``path``) is mapped with its lowest page at ``load_address``."""
+        return cls(
+            system_path=system_path,
+            path=path,
+            load_address=load_address,
+            uuid=uuid,
+            build_id=elf.build_id,
+            size=elf.load_span,
+            segments=tuple(elf.loaded_segments(load_address)),
+        )
+
 
 @dataclass(frozen=True)
 class Thread:

@@ -7,9 +7,7 @@ Each command family lives in its own module and is registered under the
 
 import sys
 
-import lldb
-
-from ..errors import LldbTraceError
+from ..target.interpreter import run_command
 from . import routing
 from .dump import DumpCommand
 from .load import LoadCommand
@@ -22,20 +20,12 @@ CONTAINER_HELP = "Intel Processor Trace: load, inspect and record control-flow t
 COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand)
 
 
-def run(debugger, command):
-    """Run an LLDB command quietly; raise LldbTraceError with LLDB's message on failure."""
-    result = lldb.SBCommandReturnObject()
-    debugger.GetCommandInterpreter().HandleCommand(command, result)
-    if not result.Succeeded():
-        raise LldbTraceError(f"'{command}' failed: {result.GetError().strip()}")
-    return result.GetOutput()
-
-
 def register(debugger):
     """Create (or re-create, on a repeated import) the ``pt`` commands and the routes to them."""
-    run(debugger, f'command container add -o -h "{CONTAINER_HELP}" {CONTAINER}')
+    run_command(debugger, f'command container add -o -h "{CONTAINER_HELP}" {CONTAINER}')
     for command in COMMANDS:
-        run(debugger, f"command script add -o -p -c {command.__module__}.{command.__name__} {CONTAINER} {command.name}")
+        class_name = f"{command.__module__}.{command.__name__}"
+        run_command(debugger, f"command script add -o -p -c {class_name} {CONTAINER} {command.name}")
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
     install_stepping_overrides(debugger)
     if routed:

@@ -106,13 +106,11 @@ def _buffer_kb(kb):
 
 def _choose_backend(backend):
     """``(backend, why Intel PT is not used)``; auto means Intel PT where the CPU and permissions allow it."""
-    if backend == "software":
-        return "software", None
+    if backend != "auto":
+        return backend, None  # an explicit intel-pt is checked when its events open
     try:
         intel_pt_backend.check_available()
     except LldbTraceError as error:
-        if backend == "intel-pt":
-            raise
         return "software", f"no Intel PT: {str(error).split(':')[0]}"
     return "intel-pt", None
 

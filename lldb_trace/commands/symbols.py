@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import capstone
 import lldb
 
-MAX_INSN_SIZE = 15
+from ..x86_flow import MAX_INSN_SIZE
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 import time
 
 from .code_memory import CodeMemory
-from .decode_loop import decode_part, decode_trace
+from .decode_loop import decode_part
 from .decoded_thread import DecodedThread, EventRecord, Gap
 from .expand import BlockExpander
 from .images import process_image
@@ -27,6 +27,5 @@ __all__ = [
     "EventRecord",
     "Gap",
     "decode_thread_trace",
-    "decode_trace",
     "process_image",
 ]

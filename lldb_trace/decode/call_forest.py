@@ -61,6 +61,7 @@ def _build(decoded):
     if not total:
         return []
     gaps = [gap.index for gap in decoded.gaps]
+    gap_set = set(gaps)
     flows = list(decoded.call_items())
     trees, current = [], None
 
@@ -83,7 +84,7 @@ def _build(decoded):
             if current is not None:
                 close_all(index - 1)
                 current = None
-            if index + 1 < total and (index + 1) not in gaps:
+            if index + 1 < total and index + 1 not in gap_set:
                 open_tree(index + 1)
             continue
         if current is None or index + 1 >= total:

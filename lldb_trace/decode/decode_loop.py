@@ -8,12 +8,10 @@ index).  Errors become gap items and decoding resumes at the next PSB, as
 libipt allows, so one bad packet costs one gap, not the rest of the trace.
 """
 
-import time
-
 from .. import libipt
 from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
 from ..libipt.config import BLOCK_ENABLE_TICK_EVENTS, BLOCK_END_ON_CALL
-from .decoded_thread import DecodedPart, DecodedThread
+from .decoded_thread import DecodedPart
 
 DECODER_FLAGS = BLOCK_ENABLE_TICK_EVENTS | BLOCK_END_ON_CALL  # timestamps as events; calls end blocks
 _BATCH = range(4096)  # blocks decoded between bookkeeping steps
@@ -22,37 +20,15 @@ _PENDING = int(StatusFlag.EVENT_PENDING)
 _EOS = -int(ErrorCode.EOS)
 
 
-def decode_trace(trace, cpu, image):
-    """Decode ``trace`` (bytes) of a thread running in ``image`` on ``cpu`` (a libipt.Cpu or None)."""
-    started = time.perf_counter()
-    part = decode_part(trace, cpu, image)
-    return DecodedThread([part], time.perf_counter() - started)
-
-
 def decode_part(trace, cpu, image, offset_base=0, finish=True):
     """Decode all of ``trace`` into one DecodedPart; gap offsets are reported plus ``offset_base``."""
-    part = DecodedPart()
+    part = DecodedPart(offset_base)
     config = libipt.Config(trace, cpu, flags=DECODER_FLAGS)
     with libipt.BlockDecoder(config, image) as decoder:
-        _decode_all(decoder, _OffsetPart(part, offset_base))
+        _decode_all(decoder, part)
     if finish:
         part.finish()
     return part
-
-
-class _OffsetPart:
-    """Forwards to a DecodedPart, shifting gap offsets to where the piece sits in the whole trace."""
-
-    def __init__(self, part, base):
-        self._part, self._base = part, base
-        self.add_raw_blocks, self.add_event, self.add_timestamp = (
-            part.add_raw_blocks,
-            part.add_event,
-            part.add_timestamp,
-        )
-
-    def add_gap(self, code, text, offset, missing_ip=None):
-        self._part.add_gap(code, text, offset + self._base, missing_ip)
 
 
 def _decode_all(decoder, decoded):

@@ -54,7 +54,8 @@ class DecodedPart:
     is one part per stretch between chosen PSBs (see parallel.py).
     """
 
-    def __init__(self):
+    def __init__(self, trace_offset=0):
+        self.trace_offset = trace_offset  # where this part's bytes start in the thread's whole trace
         self.block_ips = array("Q")  # per row: the block's first address (a gap's number)
         self.block_sizes = array("H")  # per row: the block's instruction count (0: a gap)
         self._block_ids = {}  # ip << 16 | size -> row, while decoding
@@ -102,8 +103,8 @@ class DecodedPart:
 
     def add_raw_blocks(self, raw):
         """Append libipt ``pt_block`` structs (48 bytes each, back to back); empty blocks are skipped."""
-        words = array("Q", bytes(raw))
-        halves = array("H", bytes(raw))
+        words = array("Q", raw)  # a bytes-like initializer is read with frombytes: no copy through bytes()
+        halves = array("H", raw)
         ids, get = self._block_ids, self._block_ids.get
         entries_append, checkpoints_append = self.entries.append, self.checkpoints.append
         calls = self._calls
@@ -147,7 +148,7 @@ class DecodedPart:
         if not len(self.entries) % CHECKPOINT_SPACING:
             self.checkpoints.append(self.item_count)
         self.entries.append(self._new_row(len(self.gaps), 0, 0))
-        self.gaps.append(Gap(self.item_count, code, text, offset, self._last_end))
+        self.gaps.append(Gap(self.item_count, code, text, self.trace_offset + offset, self._last_end))
         self.item_count += 1
         if missing_ip:
             self.end_ip = missing_ip  # the thread went on into code the image lacks
@@ -359,14 +360,12 @@ class DecodedThread:
 
     def timestamp(self, index):
         """The TSC in effect at item ``index``, or None before the first timing packet."""
-        k, _start = self.part_of(index)
-        while k >= 0:
-            tsc = self.parts[k].timestamp(index - self.part_starts[k])
-            if tsc is not None:
-                return tsc
+        k, start = self.part_of(index)
+        tsc = self.parts[k].timestamp(index - start)
+        while tsc is None and k > 0:  # before a part's first timing packet, the previous part's last time holds
             k -= 1
-            index = self.part_starts[k + 1] - 1 if k >= 0 else 0
-        return None
+            tsc = self.parts[k].timestamp(self.parts[k].item_count)
+        return tsc
 
     def call_items(self):
         """``(item index, InsnClass)`` of every call and return, in trace order."""

@@ -124,7 +124,7 @@ class _PieceDecoder:
             os.waitpid(pid, 0)
         if len(data) >= 8 and len(data) - 8 == struct.unpack_from("<Q", data)[0]:
             return pickle.loads(data[8:])
-        part = DecodedPart()
-        part.add_gap(CHILD_CRASHED, f"the decoder died on trace bytes {job[0]}..{job[1]}", job[0])
+        part = DecodedPart(job[0])
+        part.add_gap(CHILD_CRASHED, f"the decoder died on trace bytes {job[0]}..{job[1]}", 0)
         part.finish()
         return part

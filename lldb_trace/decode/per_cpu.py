@@ -5,7 +5,7 @@ context switch trace per cpu saying which thread ran when
 (:mod:`.context_switches`).  :func:`thread_streams` cuts each cpu's stream into
 pieces, gives each piece to the thread that was running when it was written,
 and joins each thread's pieces, in time order, into one PT byte stream that the
-ordinary per-thread decoder (``decode_trace``) decodes like a per-thread trace.
+ordinary per-thread decoder (``decode_thread_trace``) decodes like a per-thread trace.
 
 How a cpu's stream is cut
 -------------------------

@@ -12,6 +12,8 @@ trap into the debugger) and ``trace dump`` decodes it like any other trace.
 Other threads run freely, untraced, while the selected one is stepped.
 """
 
+import time
+
 import lldb
 
 from ..capture import intel_pt_backend
@@ -20,6 +22,7 @@ from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace, live_module
 from ..x86_flow import Classifier
 from . import registry
+from .interpreter import run_command
 
 PLAN_CLASS = "lldb_trace.target.live.RecordingPlan"
 MODES = {
@@ -45,7 +48,7 @@ class SoftwareBackend:
     def __init__(self, process, tids, buffer_kb, tsc, psb_period):
         self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
         self.classifier = Classifier(lambda address, size: _read(process, address, size))
-        clock = _monotonic_ns if tsc else None
+        clock = time.monotonic_ns if tsc else None
         options = FlowOptions(psb_period or 4096, clock)
         self.flows = {}
         for tid in tids:
@@ -71,6 +74,9 @@ class SoftwareBackend:
 
     def steps(self, tid):
         return len(self.flows[tid].truth.addresses)
+
+    def close(self):
+        """Nothing to release: the flows are plain Python."""
 
 
 class IntelPtBackend:
@@ -117,12 +123,6 @@ class IntelPtBackend:
     def close(self):
         for trace in self.traces.values():
             trace.close()
-
-
-def _monotonic_ns():
-    import time
-
-    return time.monotonic_ns()
 
 
 def _read(process, address, size):
@@ -178,18 +178,38 @@ class LiveSession:
     """One traced live process: its backend, its LiveProcessTrace, and the current command's stop rule."""
 
     def __init__(self, target, backend, tids):
-        process = target.GetProcess()
         self.target = target
         self.backend = backend
         self.tids = tids
-        self.trace = LiveProcessTrace(process.GetProcessID(), target.GetTriple(), tids, target_modules(target), backend)
-        self.key = registry.add(target, self.trace)
-        _sessions[self.key] = self
         self.rule = None
+        self._register()
 
-    def close(self):
+    def _register(self):
+        process = self.target.GetProcess()
+        modules = target_modules(self.target)
+        self.trace = LiveProcessTrace(process.GetProcessID(), self.target.GetTriple(), self.tids, modules, self.backend)
+        self.key = registry.add(self.target, self.trace)
+        _sessions[self.key] = self
+
+    def _unregister(self):
         registry.remove(self.key)
         _sessions.pop(self.key, None)
+
+    def stopped(self):
+        """At every stop (intel-pt): trace the threads created since (--all), then read the buffers."""
+        if self.backend.all_threads:
+            new = [t.GetThreadID() for t in self.target.GetProcess() if t.GetThreadID() not in self.backend.traces]
+            for tid in new:
+                self.backend.add_thread(tid)
+            if new:
+                self._unregister()
+                self.tids = sorted(self.backend.traces)
+                self._register()
+        self.backend.read_all()
+
+    def close(self):
+        self._unregister()
+        self.backend.close()
 
 
 def session_for(target):
@@ -199,12 +219,16 @@ def session_for(target):
     return None
 
 
-def start_software(target, tids, buffer_kb, tsc, psb_period):
+def _check_can_start(target):
     process = target.GetProcess()
     if not process.IsValid() or process.GetState() != lldb.eStateStopped:
         raise LiveTraceError("the process must be stopped to start tracing: run to a breakpoint first")
     if session_for(target) is not None:
         raise LiveTraceError("this process is already traced: 'pt stop' first")
+
+
+def start_software(target, tids, buffer_kb, tsc, psb_period):
+    _check_can_start(target)
     if len(tids) != 1:
         raise LiveTraceError(
             "the software recorder follows the one thread it steps: give one -t TID (or select the thread);"
@@ -212,21 +236,15 @@ def start_software(target, tids, buffer_kb, tsc, psb_period):
         )
     if buffer_kb and not psb_period:
         psb_period = min(4096, buffer_kb * 1024 // 4)  # a circular buffer must keep PSBs to decode from
-    backend = SoftwareBackend(process, tids, buffer_kb, tsc, psb_period)
+    backend = SoftwareBackend(target.GetProcess(), tids, buffer_kb, tsc, psb_period)
     return LiveSession(target, backend, tids)
 
 
 def start_intel_pt(target, tids, buffer_kb, tsc, psb_period, all_threads=False):
-    process = target.GetProcess()
-    if not process.IsValid() or process.GetState() != lldb.eStateStopped:
-        raise LiveTraceError("the process must be stopped to start tracing: run to a breakpoint first")
-    if session_for(target) is not None:
-        raise LiveTraceError("this process is already traced: 'pt stop' first")
+    _check_can_start(target)
     session = LiveSession(target, IntelPtBackend(tids, buffer_kb, tsc, psb_period, all_threads), tids)
-    _run(
-        target.GetDebugger(),
-        f"target stop-hook add -P {StopHook.__module__}.{StopHook.__name__} -k key -v {session.key}",
-    )
+    hook = f"{StopHook.__module__}.{StopHook.__name__}"
+    run_command(target.GetDebugger(), f"target stop-hook add -P {hook} -k key -v {session.key}")
     return session
 
 
@@ -241,13 +259,6 @@ class StopHook:
         if session is not None:
             session.stopped()
         return True
-
-
-def _run(debugger, command):
-    result = lldb.SBCommandReturnObject()
-    debugger.GetCommandInterpreter().HandleCommand(command, result)
-    if not result.Succeeded():
-        raise LiveTraceError(f"'{command}' failed: {result.GetError().strip()}")
 
 
 # -- the stepping ------------------------------------------------------------------------------------
@@ -273,13 +284,12 @@ class StopRule:
         }
         self.reason = ""
 
-    def should_stop(self, thread, pc):
+    def should_stop(self, frame, pc):
         if pc in self.breakpoints:
             self.reason = "breakpoint"
             return True
         if self.mode == "continue":
             return False
-        frame = thread.GetFrameAtIndex(0)
         if self.mode == "finish":
             if pc == self.return_address and frame.GetCFA() > self.start_cfa:
                 self.reason = "step out"
@@ -313,9 +323,10 @@ class RecordingPlan:
 
     def should_stop(self, _event):
         thread = self.thread_plan.GetThread()
-        pc = thread.GetFrameAtIndex(0).GetPC()
+        frame = thread.GetFrameAtIndex(0)
+        pc = frame.GetPC()
         self.session.backend.stepped(thread.GetThreadID(), pc)
-        return self.session.rule.should_stop(thread, pc)
+        return self.session.rule.should_stop(frame, pc)
 
     def should_step(self):
         return True
