@@ -1,15 +1,15 @@
 """Recording speed: lldb_trace's software recorder against GDB's ``record full``.
 
-    python benchmarks/bench_record.py [N]
+    python benchmarks/bench_record.py [N] [-O0|-O2]
 
-All record the same program (test_traces/src/million.c built with -DN=N, so
-about 13*N*N instructions) from main until it calls finished(), on the same
-machine:
+All record the same program (test_traces/src/million.c built with -DN=N and
+the optimization level, -O0 by default: about 13*N*N instructions in blocks
+of about 6) from main until it calls finished(), on the same machine:
 
 - ``lldb_trace record``: the standalone recorder (ptrace single-steps);
 - ``pt start --backend software``: the recorder driven by LLDB's process
-  control (a scripted thread plan single-stepping a live process under LLDB),
-  timed around its ``continue`` only;
+  control (a scripted thread plan that runs the live process from branch to
+  branch under LLDB), timed around its ``continue`` only;
 - GDB's ``record full``, timed around its ``continue`` only, via its Python API.
 """
 
@@ -41,9 +41,9 @@ kill
 """
 
 
-def build(directory, n):
+def build(directory, n, optimization="-O0"):
     binary = Path(directory) / "million"
-    subprocess.run(["gcc", "-O0", "-g", f"-DN={n}", "-o", str(binary), str(SOURCE)], check=True)
+    subprocess.run(["gcc", optimization, "-g", f"-DN={n}", "-o", str(binary), str(SOURCE)], check=True)
     return str(binary)
 
 
@@ -88,9 +88,9 @@ def gdb(binary, directory):
     return count, seconds
 
 
-def main(n):
+def main(n, optimization):
     with tempfile.TemporaryDirectory() as directory:
-        binary = build(directory, n)
+        binary = build(directory, n, optimization)
         runs = (
             ("lldb_trace record", ours(binary)),
             ("pt start --backend software", lldb_live(binary)),
@@ -105,4 +105,4 @@ def main(n):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 60, sys.argv[2] if len(sys.argv) > 2 else "-O0")

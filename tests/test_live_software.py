@@ -169,3 +169,91 @@ def test_a_stop_picks_up_new_threads_and_reads_the_buffers(program, tmp_path):
         session.target.GetProcess().Kill()
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("optimization", ["-O0", "-O2"])
+def test_continue_records_what_single_stepping_records(optimization, tmp_path, monkeypatch):
+    """Runs to branches, successors read from registers: the same path as ptrace single steps.
+
+    branches.c has every kind of branch the recorder evaluates (each jcc condition, returns,
+    a jump table, calls through pointers) and no library calls, so the standalone recorder's
+    single-stepped run of main up to finished() is independent ground truth.
+    """
+    from lldb_trace.capture.session import RecordOptions, record
+
+    server = _debugserver()
+    if server is None:
+        pytest.skip("no lldb-server to launch processes with")
+    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
+    binary = tmp_path / "branches"
+    source = ROOT / "test_traces" / "src" / "branches.c"
+    subprocess.run(["gcc", optimization, "-g", "-o", str(binary), str(source)], check=True)
+    stepped = record(str(binary), [], RecordOptions(until="finished"))
+    truth = list(next(iter(stepped.threads.values())).truth.addresses)
+
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok("breakpoint set -n main")
+        session.ok("process launch")
+        target = session.target
+        main, finished = (
+            target.FindFunctions(name)[0].GetSymbol().GetStartAddress().GetLoadAddress(target)
+            for name in ("main", "finished")
+        )
+        session.ok("breakpoint delete --force")
+        session.ok(f"breakpoint set -a {finished}")
+        thread = target.GetProcess().GetSelectedThread()
+        pc = thread.GetFrameAtIndex(0).GetPC()
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        assert thread.GetFrameAtIndex(0).GetPC() == finished
+        trace = live.session_for(target).trace
+        addresses = [item.address for item in trace.cursor(thread.GetThreadID(), forwards=True).items()]
+        target.GetProcess().Kill()
+    finally:
+        session.close()
+    assert truth[0] == main and pc in truth[:8]  # main's breakpoint is past its prologue
+    expected = truth[truth.index(pc) :]
+    assert len(expected) > 2000
+    assert addresses == expected
+
+
+def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_path, monkeypatch):
+    """A handler for a signal lldb-server passes unseen must not run while the recorder runs to a branch.
+
+    It could reach the breakpoint the run waits for and corrupt the recording, so once sigaction
+    installs it the recorder single-steps.  The handler's own runs stay unrecorded (lldb-server
+    delivers them unseen): the recording is the main path, exactly.
+    """
+    server = _debugserver()
+    if server is None:
+        pytest.skip("no lldb-server to launch processes with")
+    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
+    binary = tmp_path / "signals"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / "signals.c")], check=True)
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok("breakpoint set -n main")
+        session.ok("breakpoint set -n finished")
+        session.ok("process launch")
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        target = session.target
+        thread = target.GetProcess().GetSelectedThread()
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "finished"
+        handled = target.FindFirstGlobalVariable("handled").GetValueAsUnsigned()
+        main = target.FindFunctions("main")[0].GetSymbol()
+        start, end = (address.GetLoadAddress(target) for address in (main.GetStartAddress(), main.GetEndAddress()))
+        live_session = live.session_for(target)
+        tid = thread.GetThreadID()
+        backend = live_session.backend
+        addresses = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
+        truth = list(backend.flows[tid].truth.addresses)
+        target.GetProcess().Kill()
+    finally:
+        session.close()
+    assert handled >= 5 and addresses == truth
+    in_main = [address for address in addresses if start <= address < end]
+    assert len(in_main) > 100 and backend.single_steps[tid] >= len(in_main) - 40  # the busy loop was stepped

@@ -3,8 +3,9 @@
 ``pt start --backend software`` attaches a LiveSession to the process.  From
 then on ``continue``, ``next``, ``step`` and ``finish`` (``process continue``,
 ``thread step-over|step-in|step-out``) run as a scripted thread plan that
-single-steps the selected thread, feeds every step to the recorder (which
-writes real Intel PT packets) and stops where the command would have stopped:
+moves the selected thread (branch to branch, or by single steps; see
+RecordingPlan), feeds every instruction it ran to the recorder (which writes
+real Intel PT packets) and stops where the command would have stopped:
 a breakpoint location, a new source line, a returned frame.  At each stop
 the recorded stream pauses (FUP + TIP.PGD at the pc, as user-space PT shows a
 trap into the debugger) and ``trace dump`` decodes it like any other trace.
@@ -18,9 +19,10 @@ import lldb
 
 from ..capture import intel_pt_backend
 from ..capture.flow import FlowOptions, ThreadFlow
+from ..capture.routes import Router
 from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace, live_module
-from ..x86_flow import Classifier
+from ..x86_flow import Classifier, Flow
 from . import registry
 from .interpreter import run_command
 
@@ -47,7 +49,9 @@ class SoftwareBackend:
 
     def __init__(self, process, tids, buffer_kb, tsc, psb_period):
         self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
-        self.classifier = Classifier(lambda address, size: _read(process, address, size))
+        read = lambda address, size: _read(process, address, size)  # noqa: E731
+        self.classifier = Classifier(read)
+        self.router = Router(self.classifier, read)
         clock = time.monotonic_ns if tsc else None
         options = FlowOptions(psb_period or 4096, clock)
         self.flows = {}
@@ -56,9 +60,17 @@ class SoftwareBackend:
             self.flows[tid] = ThreadFlow(tid, pc, self.classifier, options)
         self._bytes = {}
         self._generations = dict.fromkeys(tids, 0)
+        self.single_steps = dict.fromkeys(tids, 0)
 
     def stepped(self, tid, pc):
-        self.flows[tid].stepped(pc)
+        self.single_steps[tid] += 1
+        self.ran(tid, (pc,))
+
+    def ran(self, tid, pcs):
+        """The thread ran one instruction per pc in ``pcs``, each pc where it stood next."""
+        flow = self.flows[tid]
+        for pc in pcs:
+            flow.stepped(pc)
         self._bytes.pop(tid, None)
         self._generations[tid] += 1
 
@@ -71,6 +83,11 @@ class SoftwareBackend:
 
     def generation(self, tid):
         return self._generations.get(tid, 0)
+
+    def at_far_transfer(self, tid):
+        """Whether the thread stands at a system call or other far transfer."""
+        flow = self.flows[tid]
+        return self.classifier[flow.current].flow == Flow.FAR
 
     def steps(self, tid):
         return len(self.flows[tid].truth.addresses)
@@ -282,6 +299,7 @@ class StopRule:
             for location in breakpoint
             if location.IsEnabled()
         }
+        self.watched = frozenset(self.breakpoints | ({self.return_address} if mode == "finish" else set()))
         self.reason = ""
 
     def should_stop(self, frame, pc):
@@ -312,30 +330,122 @@ def _line(frame):
 
 
 class RecordingPlan:
-    """A scripted thread plan: one instruction per step, each recorded, until the StopRule says stop."""
+    """A scripted thread plan that records every instruction the thread runs until the StopRule says stop.
+
+    ``next`` and ``step`` judge every instruction (a line may change anywhere), so they single-step.
+    ``continue`` and ``finish`` only need to stop at breakpoints and returns: the thread runs to
+    its next branch with one breakpoint (a RunToAddress sub-plan), the branch's successor is read
+    from the registers, and the straight-line instructions in between are recorded without stops.
+    A branch that cannot be evaluated exactly is single-stepped.
+
+    A signal LLDB passes without stopping (SIGALRM, SIGCHLD... by default) is delivered inside
+    lldb-server, unseen: a handler run during a run between branches would go unrecorded, and
+    could even reach the breakpoint the run waits for.  So runs are used only while no such
+    signal has a handler (the process's caught-signal mask, read again after every system
+    call); otherwise every instruction is single-stepped, which records handlers exactly.
+    """
 
     def __init__(self, thread_plan, args, _internal_dict=None):
         self.thread_plan = thread_plan
         self.session = _sessions[args.GetValueForKey("key").GetStringValue(100)]
+        self.route = None  # the addresses the thread runs before it stops at the sub-plan's address
+        thread = thread_plan.GetThread()
+        self.silent_signals = _silent_signals(thread.GetProcess())
+        self.runs_to_branches = self.session.rule.mode in ("continue", "finish") and self._no_silent_handlers()
+        if self.runs_to_branches:
+            self._plan_run(thread.GetFrameAtIndex(0))
+
+    def _no_silent_handlers(self):
+        caught = _caught_signals(self.thread_plan.GetThread().GetProcess().GetProcessID())
+        return caught is not None and not (caught & self.silent_signals)
 
     def explains_stop(self, _event):
-        return self.thread_plan.GetThread().GetStopReason() in (lldb.eStopReasonTrace, lldb.eStopReasonNone)
+        reason = self.thread_plan.GetThread().GetStopReason()
+        return reason in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonBreakpoint)
 
     def should_stop(self, _event):
         thread = self.thread_plan.GetThread()
         frame = thread.GetFrameAtIndex(0)
         pc = frame.GetPC()
-        self.session.backend.stepped(thread.GetThreadID(), pc)
-        return self.session.rule.should_stop(frame, pc)
+        tid = thread.GetThreadID()
+        if self.route is None:
+            was_system_call = self.session.backend.at_far_transfer(tid)
+            self.session.backend.stepped(tid, pc)
+            if was_system_call and self.runs_to_branches:
+                self.runs_to_branches = self._no_silent_handlers()  # sigaction may have installed one
+        else:
+            self.session.backend.ran(tid, _executed(self.route, pc))
+            self.route = None
+        if self.session.rule.should_stop(frame, pc):
+            return True
+        if self.runs_to_branches:
+            self._plan_run(frame)
+        return False
+
+    def _plan_run(self, frame):
+        """Queue a run to the next branch and remember the instructions on the way; or leave a single step."""
+        pc = frame.GetPC()
+
+        def register(name):
+            value = frame.FindRegister(name)
+            if not value.IsValid():
+                raise LookupError(name)
+            return value.GetValueAsUnsigned()
+
+        route = self.session.backend.router.route(pc, register, self.session.rule.watched)
+        if route is None:
+            return
+        target = self.thread_plan.GetThread().GetProcess().GetTarget()
+        sub_plan = self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(route[-1], target))
+        if sub_plan.IsValid():
+            self.route = route
 
     def should_step(self):
-        return True
+        # Only asked while no run is queued (the RunToAddress sub-plan decides then), so always True.
+        return self.route is None
 
     def is_stale(self):
         return False
 
     def stop_description(self, stream):
         stream.Print(f"{self.session.rule.reason or 'recorded'} (lldb_trace software recorder)")
+
+
+def _silent_signals(process):
+    """The mask of signals lldb-server passes to the process without telling LLDB."""
+    signals = process.GetUnixSignals()
+    mask = 0
+    for index in range(signals.GetNumSignals()):
+        signo = signals.GetSignalAtIndex(index)
+        passed = 0 < signo < 64 and not signals.GetShouldSuppress(signo)
+        if passed and not signals.GetShouldStop(signo) and not signals.GetShouldNotify(signo):
+            mask |= 1 << (signo - 1)
+    return mask
+
+
+def _caught_signals(pid):
+    """The mask of signals with a handler (SigCgt), or None when the process is not local."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16)
+    except OSError:
+        return None
+    return None
+
+
+def _executed(route, pc):
+    """The successive pcs of a run along ``route`` (its start, its stops, its end) that stopped at ``pc``.
+
+    Normally ``pc`` is the route's end; a breakpoint or signal on the way stops it early.  A pc off
+    the route (something asynchronous moved the thread) is reported as where the thread went next.
+    """
+    if pc == route[-1]:
+        return route[1:]
+    if pc in route[1:-1]:
+        return route[1 : route.index(pc, 1) + 1]
+    return [] if pc == route[0] else [pc]
 
 
 def run_recorded(debugger, session, mode):

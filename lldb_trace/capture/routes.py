@@ -1,0 +1,72 @@
+"""The instructions a thread will run from where it stands to its next branch.
+
+The live recorder stops a thread only at branches it cannot see through.
+From the current pc, straight-line code (fall-throughs, direct jumps and
+calls) is known from the code alone; a conditional or indirect branch needs
+the registers, which ``BranchEvaluator`` reads at the stop.  A route ends
+at the first instruction whose successor is not known until the thread gets
+there, or at a watched address (a breakpoint, a return address) where the
+debugger must look.
+"""
+
+from ..x86_branch import BranchEvaluator
+from ..x86_flow import Flow
+
+MAX_ROUTE = 100_000  # a longer branch-free run is cut here (it is an endless loop of direct jumps)
+
+
+class Router:
+    def __init__(self, classifier, read_memory):
+        self.classifier = classifier
+        self.evaluator = BranchEvaluator(read_memory)
+        self._lines = {}  # (address, at_start) -> straight line, for the current watched set
+        self._watched = None
+
+    def route(self, pc, register, watched):
+        """``[pc, ..., end]``: the thread runs every address but the last, then stands at ``end``.
+
+        None when the instruction at ``pc`` must be single-stepped (its successor is not known).
+        """
+        insn = self.classifier[pc]
+        if _ends_route(insn):
+            if insn.flow not in (Flow.CONDITIONAL, Flow.INDIRECT) or insn.repeats:
+                return None
+            successor = self.evaluator.successor(pc, register)
+            if successor is None:
+                return None
+            return [pc, *self._straight_line(successor, watched, False)]
+        return self._straight_line(pc, watched, True)
+
+    def _straight_line(self, address, watched, at_start):
+        if watched is not self._watched:
+            self._lines.clear()
+            self._watched = watched
+        key = (address, at_start)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = self._walk(address, watched, at_start)
+        return line
+
+    def _walk(self, address, watched, at_start):
+        """Addresses from ``address`` up to and including the next one the thread must stop at."""
+        path = []
+        seen = set()
+        classifier = self.classifier
+        while len(path) < MAX_ROUTE:
+            if (address in watched and (path or not at_start)) or address in seen:
+                break
+            insn = classifier[address]
+            if _ends_route(insn):
+                break
+            path.append(address)
+            seen.add(address)
+            address = insn.target if insn.flow == Flow.DIRECT else insn.next_address
+        if address in seen and (address != path[0] or not at_start):
+            # A loop of direct jumps: the thread stops where it first comes back.
+            path = path[: path.index(address)]
+        path.append(address)
+        return path
+
+
+def _ends_route(insn):
+    return insn.flow not in (Flow.OTHER, Flow.DIRECT) or insn.repeats
