@@ -223,8 +223,9 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     """A handler for a signal lldb-server passes unseen must not run while the recorder runs to a branch.
 
     It could reach the breakpoint the run waits for and corrupt the recording, so once sigaction
-    installs it the recorder single-steps.  The handler's own runs stay unrecorded (lldb-server
-    delivers them unseen): the recording is the main path, exactly.
+    installs it the recorder single-steps.  The step that delivers the signal runs the handler's
+    first instruction unseen; every handler run is recorded from its second instruction on, after
+    a pause where the signal interrupted the loop.
     """
     server = _debugserver()
     if server is None:
@@ -245,6 +246,8 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
         assert thread.GetFrameAtIndex(0).GetFunctionName() == "finished"
         handled = target.FindFirstGlobalVariable("handled").GetValueAsUnsigned()
         main = target.FindFunctions("main")[0].GetSymbol()
+        handler = target.FindFunctions("on_alarm")[0].GetSymbol().GetStartAddress()
+        second = target.ReadInstructions(handler, 2)[1].GetAddress().GetLoadAddress(target)
         start, end = (address.GetLoadAddress(target) for address in (main.GetStartAddress(), main.GetEndAddress()))
         live_session = live.session_for(target)
         tid = thread.GetThreadID()
@@ -255,5 +258,6 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     finally:
         session.close()
     assert handled >= 5 and addresses == truth
+    assert addresses.count(second) == handled
     in_main = [address for address in addresses if start <= address < end]
     assert len(in_main) > 100 and backend.single_steps[tid] >= len(in_main) - 40  # the busy loop was stepped

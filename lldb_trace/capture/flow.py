@@ -46,21 +46,30 @@ class ThreadFlow:
         insn = self.classifier[current]
         if insn.repeats and new_ip == current:
             return  # another REP iteration: PT reports the instruction once
+        flow = insn.flow
+        if (
+            (flow == _OTHER and new_ip != insn.next_address)
+            or (flow == _DIRECT and new_ip != insn.target)
+            or (flow == _CONDITIONAL and new_ip != insn.next_address and new_ip != insn.target)
+        ):
+            # Not a successor: the instruction never ran.  A signal was delivered before it (by a
+            # debugger that does not report it) and the step ran the handler's first instruction.
+            self.signalled(new_ip)
+            return
         addresses = self.truth.addresses
         index = len(addresses)
         addresses.append(current)
         writer = self.writer
         if self._overflow_state == "off" and writer.enabled:
             # The common cases, kept short: no packet, or one TNT bit.
-            flow = insn.flow
             if flow == _CONDITIONAL:
                 writer.conditional(new_ip != insn.next_address)
                 self.current = new_ip
                 return
-            if flow == _DIRECT and new_ip == insn.target:
+            if flow == _DIRECT:
                 self.current = new_ip
                 return
-            if flow == _OTHER and new_ip == insn.next_address and not insn.repeats:
+            if flow == _OTHER and not insn.repeats:
                 if writer.written - writer.last_psb >= writer.psb_period:
                     writer.resync(current, index)
                 self.current = new_ip
@@ -108,9 +117,6 @@ class ThreadFlow:
             writer.indirect(new_ip)
         elif flow == Flow.FAR:
             writer.leave()
-        elif new_ip != (insn.target if flow == Flow.DIRECT else insn.next_address) and not insn.repeats:
-            # Not where the instruction leads: something asynchronous moved the thread.
-            writer.interrupt(insn.target if flow == Flow.DIRECT else insn.next_address)
         if self._overflow_due(index) and flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:
             # Right after a packet-carrying branch, so decoders lose exactly what follows.
             writer.overflow()

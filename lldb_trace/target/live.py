@@ -342,41 +342,42 @@ class RecordingPlan:
     lldb-server, unseen: a handler run during a run between branches would go unrecorded, and
     could even reach the breakpoint the run waits for.  So runs are used only while no such
     signal has a handler (the process's caught-signal mask, read again after every system
-    call); otherwise every instruction is single-stepped, which records handlers exactly.
+    call); otherwise every instruction is single-stepped, and a step that lands off the
+    instruction's successors is recorded as the signal's interrupt (ThreadFlow.stepped).
     """
 
     def __init__(self, thread_plan, args, _internal_dict=None):
         self.thread_plan = thread_plan
         self.session = _sessions[args.GetValueForKey("key").GetStringValue(100)]
         self.route = None  # the addresses the thread runs before it stops at the sub-plan's address
-        thread = thread_plan.GetThread()
-        self.silent_signals = _silent_signals(thread.GetProcess())
-        self.runs_to_branches = self.session.rule.mode in ("continue", "finish") and self._no_silent_handlers()
+        self.thread = thread_plan.GetThread()
+        self.tid = self.thread.GetThreadID()
+        self.target = self.thread.GetProcess().GetTarget()
+        self.backend, self.rule = self.session.backend, self.session.rule
+        self.silent_signals = _silent_signals(self.thread.GetProcess())
+        self.runs_to_branches = self.rule.mode in ("continue", "finish") and self._no_silent_handlers()
         if self.runs_to_branches:
-            self._plan_run(thread.GetFrameAtIndex(0))
+            self._plan_run(self.thread.GetFrameAtIndex(0))
 
     def _no_silent_handlers(self):
-        caught = _caught_signals(self.thread_plan.GetThread().GetProcess().GetProcessID())
+        caught = _caught_signals(self.thread.GetProcess().GetProcessID())
         return caught is not None and not (caught & self.silent_signals)
 
     def explains_stop(self, _event):
-        reason = self.thread_plan.GetThread().GetStopReason()
-        return reason in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonBreakpoint)
+        return self.thread.GetStopReason() in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonBreakpoint)
 
     def should_stop(self, _event):
-        thread = self.thread_plan.GetThread()
-        frame = thread.GetFrameAtIndex(0)
+        frame = self.thread.GetFrameAtIndex(0)
         pc = frame.GetPC()
-        tid = thread.GetThreadID()
         if self.route is None:
-            was_system_call = self.session.backend.at_far_transfer(tid)
-            self.session.backend.stepped(tid, pc)
+            was_system_call = self.backend.at_far_transfer(self.tid)
+            self.backend.stepped(self.tid, pc)
             if was_system_call and self.runs_to_branches:
                 self.runs_to_branches = self._no_silent_handlers()  # sigaction may have installed one
         else:
-            self.session.backend.ran(tid, _executed(self.route, pc))
+            self.backend.ran(self.tid, _executed(self.route, pc))
             self.route = None
-        if self.session.rule.should_stop(frame, pc):
+        if self.rule.should_stop(frame, pc):
             return True
         if self.runs_to_branches:
             self._plan_run(frame)
@@ -384,7 +385,6 @@ class RecordingPlan:
 
     def _plan_run(self, frame):
         """Queue a run to the next branch and remember the instructions on the way; or leave a single step."""
-        pc = frame.GetPC()
 
         def register(name):
             value = frame.FindRegister(name)
@@ -392,11 +392,10 @@ class RecordingPlan:
                 raise LookupError(name)
             return value.GetValueAsUnsigned()
 
-        route = self.session.backend.router.route(pc, register, self.session.rule.watched)
+        route = self.backend.router.route(frame.GetPC(), register, self.rule.watched)
         if route is None:
             return
-        target = self.thread_plan.GetThread().GetProcess().GetTarget()
-        sub_plan = self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(route[-1], target))
+        sub_plan = self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(route[-1], self.target))
         if sub_plan.IsValid():
             self.route = route
 
@@ -408,7 +407,7 @@ class RecordingPlan:
         return False
 
     def stop_description(self, stream):
-        stream.Print(f"{self.session.rule.reason or 'recorded'} (lldb_trace software recorder)")
+        stream.Print(f"{self.rule.reason or 'recorded'} (lldb_trace software recorder)")
 
 
 def _silent_signals(process):
