@@ -395,13 +395,17 @@ class RecordingPlan:
         route = self.backend.router.route(frame.GetPC(), register, self.rule.watched)
         if route is None:
             return
+        if route[-1] in self.rule.breakpoints:
+            self.route = route  # the user's breakpoint stops the run; a second one would show in the stop reason
+            return
         sub_plan = self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(route[-1], self.target))
         if sub_plan.IsValid():
             self.route = route
 
     def should_step(self):
-        # Only asked while no run is queued (the RunToAddress sub-plan decides then), so always True.
-        return self.route is None
+        # A run state, not a bool: LLDB 19-22 read the answer as a StateType, where False means
+        # stepping; every version steps on eStateStepping and runs on eStateRunning.
+        return lldb.eStateStepping if self.route is None else lldb.eStateRunning
 
     def is_stale(self):
         return False
