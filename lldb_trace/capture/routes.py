@@ -16,6 +16,8 @@ MAX_ROUTE = 100_000  # a longer branch-free run is cut here (it is an endless lo
 
 
 class Router:
+    """Routes of one process's code; straight lines are cached (code does not change under us)."""
+
     def __init__(self, classifier, read_memory):
         self.classifier = classifier
         self.evaluator = BranchEvaluator(read_memory)

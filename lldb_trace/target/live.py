@@ -441,8 +441,9 @@ def _caught_signals(pid):
 def _executed(route, pc):
     """The successive pcs of a run along ``route`` (its start, its stops, its end) that stopped at ``pc``.
 
-    Normally ``pc`` is the route's end; a breakpoint or signal on the way stops it early.  A pc off
-    the route (something asynchronous moved the thread) is reported as where the thread went next.
+    Normally ``pc`` is the route's end; a user breakpoint on the way stops it early.  A pc off the
+    route (something asynchronous moved the thread) is passed on as where the thread went, and
+    ThreadFlow records an interruption there.
     """
     if pc == route[-1]:
         return route[1:]
