@@ -35,6 +35,11 @@ class Insn:
     def next_address(self):
         return self.address + self.size
 
+    @property
+    def straight_successor(self):
+        """Where a non-branching instruction or a direct jmp/call goes next (no packet needed)."""
+        return self.target if self.flow == Flow.DIRECT else self.address + self.size
+
 
 _FAR_MNEMONICS = {"syscall", "sysenter", "int", "int1", "int3", "into", "iret", "iretd", "iretq", "ud2", "hlt"}
 _FAR_MNEMONICS |= {"sysret", "sysexit", "ljmp", "lcall", "retf", "retfq"}

@@ -1,7 +1,19 @@
-"""A live process seen through /proc: its memory and its executable mappings."""
+"""A live process seen through /proc: its memory, its executable mappings, its signal handlers."""
 
 import os
 from dataclasses import dataclass
+
+
+def caught_signals(pid):
+    """The mask of signals the process (or thread) has a handler for (SigCgt); None if /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16)
+    except OSError:
+        return None
+    return None
 
 
 class ProcessMemory:

@@ -62,7 +62,7 @@ class Router:
                 break
             path.append(address)
             seen.add(address)
-            address = insn.target if insn.flow == Flow.DIRECT else insn.next_address
+            address = insn.straight_successor
         if address in seen and (address != path[0] or not at_start):
             # A loop of direct jumps: the thread stops where it first comes back.
             path = path[: path.index(address)]

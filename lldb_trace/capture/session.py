@@ -19,7 +19,7 @@ from ..errors import LldbTraceError
 from ..x86_flow import Classifier
 from . import ptrace
 from .flow import FlowOptions, ThreadFlow
-from .process_view import ModuleMap, ProcessMemory
+from .process_view import ModuleMap, ProcessMemory, caught_signals
 
 
 class RecordError(LldbTraceError):
@@ -67,14 +67,6 @@ def resolve_program(program):
     info = ElfInfo(path)
     info.require_x86_64()
     return os.path.abspath(path), info
-
-
-def _caught_signals(tid):
-    with open(f"/proc/{tid}/status") as status:
-        for line in status:
-            if line.startswith("SigCgt:"):
-                return int(line.split()[1], 16)
-    return 0
 
 
 def _signal_name(number):
@@ -217,7 +209,7 @@ class _Session:
         return self._deliver(tid, flow, sig)
 
     def _deliver(self, tid, flow, sig):
-        if not _caught_signals(tid) >> (sig - 1) & 1:
+        if not (caught_signals(tid) or 0) >> (sig - 1) & 1:
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
         ptrace.step(tid, sig)

@@ -33,4 +33,4 @@ class BlockExpander:
         for _ in range(size):
             yield ip
             insn = classify[ip]
-            ip = insn.target if insn.flow == Flow.DIRECT else insn.address + insn.size
+            ip = insn.straight_successor

@@ -19,6 +19,7 @@ import lldb
 
 from ..capture import intel_pt_backend
 from ..capture.flow import FlowOptions, ThreadFlow
+from ..capture.process_view import caught_signals
 from ..capture.routes import Router
 from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace, live_module
@@ -360,7 +361,7 @@ class RecordingPlan:
             self._plan_run(self.thread.GetFrameAtIndex(0))
 
     def _no_silent_handlers(self):
-        caught = _caught_signals(self.thread.GetProcess().GetProcessID())
+        caught = caught_signals(self.thread.GetProcess().GetProcessID())  # None: not a local process
         return caught is not None and not (caught & self.silent_signals)
 
     def explains_stop(self, _event):
@@ -424,18 +425,6 @@ def _silent_signals(process):
         if passed and not signals.GetShouldStop(signo) and not signals.GetShouldNotify(signo):
             mask |= 1 << (signo - 1)
     return mask
-
-
-def _caught_signals(pid):
-    """The mask of signals with a handler (SigCgt), or None when the process is not local."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("SigCgt:"):
-                    return int(line.split()[1], 16)
-    except OSError:
-        return None
-    return None
 
 
 def _executed(route, pc):
