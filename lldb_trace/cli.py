@@ -19,7 +19,7 @@ def _versions(_args):
         print(f"libipt     {major}.{minor}.{patch}{ext}")
     except libipt.LibiptUnavailableError as error:
         print(f"libipt     missing: {error}")
-    for package in ("capstone", "pyelftools", "jsonschema"):
+    for package in ("capstone", "pyelftools", "jsonschema", "unicorn"):
         print(f"{package:<10} {metadata.version(package)}")
     try:
         import lldb

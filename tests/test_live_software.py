@@ -13,6 +13,7 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 
 from lldb_session import Session  # noqa: E402
 
+from lldb_trace.decode.decoded_thread import Gap  # noqa: E402
 from lldb_trace.target import live  # noqa: E402
 
 
@@ -30,16 +31,27 @@ def _debugserver():
     return None
 
 
-@pytest.fixture
-def program(tmp_path, monkeypatch):
+def _launchable(tmp_path, monkeypatch, source, *flags, directory=None):
+    """``test_traces/src/<source>`` built with ``flags``, with LLDB pointed at an lldb-server (or the test skipped)."""
     server = _debugserver()
     if server is None:
         pytest.skip("no lldb-server to launch processes with")
     monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
-    binary = tmp_path / "build" / "basic"
-    binary.parent.mkdir()
-    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / "basic.c")], check=True)
+    binary = (directory or tmp_path) / Path(source).stem
+    binary.parent.mkdir(exist_ok=True)
+    subprocess.run(["gcc", *flags, "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
     return binary
+
+
+@pytest.fixture(autouse=True)
+def keep_addresses(monkeypatch):
+    """The live recorder keeps what it recorded, to compare with the decoded trace."""
+    monkeypatch.setattr(live, "KEEP_ADDRESSES", True)
+
+
+@pytest.fixture
+def program(tmp_path, monkeypatch):
+    return _launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
 
 
 def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
@@ -171,23 +183,69 @@ def test_a_stop_picks_up_new_threads_and_reads_the_buffers(program, tmp_path):
         session.close()
 
 
-@pytest.mark.parametrize("optimization", ["-O0", "-O2"])
-def test_continue_records_what_single_stepping_records(optimization, tmp_path, monkeypatch):
-    """Runs to branches, successors read from registers: the same path as ptrace single steps.
+def test_finish_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path, monkeypatch):
+    """At -O2, finished() is a lone ``ret`` with a breakpoint on it: LLDB steps over that breakpoint
+    itself, and the recorder's stop right after it (back in main) must not be lost."""
+    binary = _launchable(tmp_path, monkeypatch, "million.c", "-O2", "-DN=3")
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok("breakpoint set -n finished")
+        session.ok("process launch")
+        thread = session.target.GetProcess().GetSelectedThread()
+        return_address = thread.GetFrameAtIndex(1).GetPC()
+        session.ok("pt start --backend software")
+        session.handle("finish")
+        assert session.target.GetProcess().GetState() == lldb.eStateStopped
+        assert thread.GetFrameAtIndex(0).GetPC() == return_address
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "main"
+        items = list(live.session_for(session.target).trace.cursor(thread.GetThreadID(), forwards=True).items())
+        assert [item.address for item in items] == [session.target.FindFunctions("finished")[0].GetSymbol()
+                                                    .GetStartAddress().GetLoadAddress(session.target)]  # fmt: skip
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()
 
-    branches.c has every kind of branch the recorder evaluates (each jcc condition, returns,
-    a jump table, calls through pointers) and no library calls, so the standalone recorder's
-    single-stepped run of main up to finished() is independent ground truth.
+
+@pytest.mark.parametrize("predicting", [True, False], ids=["predicted", "branch-by-branch"])
+def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path, monkeypatch):
+    """The recorder's plan never sees the SIGSEGV stop; the run it was on is caught up when the trace is read."""
+    if not predicting:
+        monkeypatch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+    binary = _launchable(tmp_path, monkeypatch, "crash.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok("breakpoint set -n main")
+        session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        target = session.target
+        thread = target.GetProcess().GetSelectedThread()
+        assert thread.GetStopReason() == lldb.eStopReasonSignal and thread.GetStopReasonDataAtIndex(0) == 11
+        pc = thread.GetFrameAtIndex(0).GetPC()
+        live_session = live.session_for(target)
+        [tid] = live_session.tids
+        assert live_session.trace.decoded(tid).end_ip == pc
+        addresses = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
+        assert addresses == list(live_session.backend.flows[tid].truth.addresses) and len(addresses) > 1000
+        last = target.ReadInstructions(lldb.SBAddress(addresses[-1], target), 1)[0]
+        assert addresses[-1] + last.GetByteSize() == pc  # the load before the faulting one ran; that one did not
+        target.GetProcess().Kill()
+    finally:
+        session.close()
+
+
+def _live_and_single_stepped(tmp_path, monkeypatch, source, flags, stops=()):
+    """``continue`` from main to finished() in the live recorder, and the same run single-stepped by ptrace.
+
+    The programs make no library calls, so the standalone recorder's single-stepped run of main up
+    to finished() is independent ground truth.  ``stops`` are functions to stop at on the way (each
+    breakpoint is deleted when hit).  Returns (truth, the live trace's addresses and gaps, backend).
     """
     from lldb_trace.capture.session import RecordOptions, record
 
-    server = _debugserver()
-    if server is None:
-        pytest.skip("no lldb-server to launch processes with")
-    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
-    binary = tmp_path / "branches"
-    source = ROOT / "test_traces" / "src" / "branches.c"
-    subprocess.run(["gcc", optimization, "-g", "-o", str(binary), str(source)], check=True)
+    binary = _launchable(tmp_path, monkeypatch, source, *flags)
     stepped = record(str(binary), [], RecordOptions(until="finished"))
     truth = list(next(iter(stepped.threads.values())).truth.addresses)
 
@@ -202,21 +260,127 @@ def test_continue_records_what_single_stepping_records(optimization, tmp_path, m
             for name in ("main", "finished")
         )
         session.ok("breakpoint delete --force")
-        session.ok(f"breakpoint set -a {finished}")
         thread = target.GetProcess().GetSelectedThread()
         pc = thread.GetFrameAtIndex(0).GetPC()
         session.ok("pt start --backend software")
+        for name in stops:
+            session.ok(f"breakpoint set -n {name}")
+            session.handle("continue")
+            assert thread.GetFrameAtIndex(0).GetFunctionName() == name
+            session.ok("breakpoint delete --force")
+        session.ok(f"breakpoint set -a {finished}")
         session.handle("continue")
         assert thread.GetFrameAtIndex(0).GetPC() == finished
+        backend = live.session_for(target).backend
         trace = live.session_for(target).trace
-        addresses = [item.address for item in trace.cursor(thread.GetThreadID(), forwards=True).items()]
+        items = [item.gap or item.address for item in trace.cursor(thread.GetThreadID(), forwards=True).items()]
         target.GetProcess().Kill()
     finally:
         session.close()
     assert truth[0] == main and pc in truth[:8]  # main's breakpoint is past its prologue
-    expected = truth[truth.index(pc) :]
-    assert len(expected) > 2000
-    assert addresses == expected
+    return truth[truth.index(pc) :], items, backend
+
+
+@pytest.mark.parametrize("optimization", ["-O0", "-O2"])
+def test_continue_records_what_single_stepping_records(optimization, tmp_path, monkeypatch):
+    """The emulator's prediction, checked against the thread's registers, is the path ptrace single steps see.
+
+    branches.c has every kind of branch (each jcc condition, returns, a jump table, calls through
+    pointers) and nothing the emulator must not run: the run is one prediction.
+    """
+    truth, addresses, backend = _live_and_single_stepped(tmp_path, monkeypatch, "branches.c", [optimization])
+    assert len(truth) > 2000
+    assert addresses == truth
+    assert list(backend.predictions.values()) == [1] and list(backend.mispredictions.values()) == [0]
+
+
+@pytest.mark.parametrize("optimization", ["-O0", "-O2"])
+def test_continue_records_what_single_stepping_records_without_the_emulator(optimization, tmp_path, monkeypatch):
+    """Branch by branch (the successor read from the registers at each stop): the same path again."""
+    monkeypatch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+    truth, addresses, backend = _live_and_single_stepped(tmp_path, monkeypatch, "branches.c", [optimization])
+    assert addresses == truth
+    assert list(backend.predictions.values()) == [0]
+
+
+def test_the_emulator_stops_before_what_it_cannot_know(tmp_path, monkeypatch):
+    """System calls, rdtsc, x87, AVX and a shared mapping end predictions; the real thread runs them.
+
+    With at most 100 blocks per prediction, loops are cut where the thread passes least often.
+    """
+    from lldb_trace.capture import emulation
+
+    monkeypatch.setattr(emulation, "MAX_BLOCKS", 100)
+    with open("/proc/cpuinfo") as cpuinfo:
+        avx = " avx " in cpuinfo.read()
+    flags = ["-O1", *(["-DWITH_AVX"] if avx else [])]
+    truth, addresses, backend = _live_and_single_stepped(tmp_path, monkeypatch, "unpredictable.c", flags)
+    assert addresses == truth
+    (predictions,), (single_steps,) = backend.predictions.values(), backend.single_steps.values()
+    assert predictions > 40 and single_steps >= 6  # the getpid calls and mmap are single-stepped
+    assert list(backend.mispredictions.values()) == [0]
+
+
+def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_branch(tmp_path, monkeypatch):
+    """qsort, snprintf of a double, malloc, AVX string functions, stdout writes: real library code.
+
+    Launched by LLDB both times (the same environment, so the same path), once predicted by the
+    emulator and once branch by branch (which test_continue_records_what_single_stepping_records
+    holds to ptrace single steps).
+    """
+    binary = _launchable(tmp_path, monkeypatch, "libc_work.c", "-O2", "-DROUNDS=2")
+
+    def recorded():
+        session = Session(tmp_path)
+        try:
+            session.ok(f"file {binary}")
+            session.ok("breakpoint set -n main")
+            session.ok("breakpoint set -n finished")
+            session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+            session.ok("pt start --backend software")
+            session.handle("continue")
+            thread = session.target.GetProcess().GetSelectedThread()
+            assert thread.GetFrameAtIndex(0).GetFunctionName() == "finished"
+            live_session = live.session_for(session.target)
+            [tid] = live_session.tids
+            items = [item.gap or item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
+            assert items == list(live_session.backend.flows[tid].truth.addresses)
+            session.target.GetProcess().Kill()
+            return items, live_session.backend
+        finally:
+            session.close()
+
+    predicted, backend = recorded()
+    [(tid, predictions)] = backend.predictions.items()
+    assert predictions > 100 and backend.mispredictions[tid] == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+        branch_by_branch, _ = recorded()
+    assert predicted == branch_by_branch and len(predicted) > 50_000
+
+
+def test_a_misprediction_leaves_a_gap_not_wrong_instructions(tmp_path, monkeypatch):
+    """When the thread does not end a stretch with the predicted registers, its path there is unknown.
+
+    The emulator is given a wrong rbx: the real run still stops where it should, and the trace
+    shows one gap where that stretch was, then exactly what ran after it.
+    """
+    from lldb_trace.capture import emulation
+
+    predict = emulation.Predictor.predict
+    calls = []
+
+    def mispredict(predictor, registers, mappings, watched):
+        calls.append(registers["rip"])
+        return predict(predictor, {**registers, "rbx": registers["rbx"] ^ 0x10} if len(calls) == 1 else registers,
+                       mappings, watched)  # fmt: skip
+
+    monkeypatch.setattr(emulation.Predictor, "predict", mispredict)
+    truth, items, backend = _live_and_single_stepped(tmp_path, monkeypatch, "branches.c", ["-O0"], stops=["pick"])
+    assert list(backend.mispredictions.values()) == [1]
+    gap, *after = items
+    assert isinstance(gap, Gap) and all(isinstance(address, int) for address in after)
+    assert after == truth[len(truth) - len(after) :] and len(after) > 1000
 
 
 def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_path, monkeypatch):
@@ -227,12 +391,7 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     first instruction unseen; every handler run is recorded from its second instruction on, after
     a pause where the signal interrupted the loop.
     """
-    server = _debugserver()
-    if server is None:
-        pytest.skip("no lldb-server to launch processes with")
-    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
-    binary = tmp_path / "signals"
-    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / "signals.c")], check=True)
+    binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0")
     session = Session(tmp_path)
     try:
         session.ok(f"file {binary}")

@@ -9,7 +9,7 @@ ran, records it, and drives the thread's StreamWriter.
 from dataclasses import dataclass
 
 from ..x86_flow import Flow
-from .ground_truth import GroundTruth
+from .ground_truth import GroundTruth, InstructionCount
 from .pt_writer import StreamWriter
 
 # Module constants: the hot path compares plain ints, not enum attribute lookups.
@@ -22,6 +22,7 @@ class FlowOptions:
     clock: object = None  # a TSC source, or None for no timing packets
     overflow_at: int | None = None  # inject an overflow at this instruction index
     overflow_lost: int = 64  # instructions lost in the injected overflow
+    keep_addresses: bool = True  # the ground truth's addresses (8 bytes each), or only their count
 
 
 class ThreadFlow:
@@ -33,7 +34,7 @@ class ThreadFlow:
         self.classifier = classifier
         self.options = options
         self.writer = StreamWriter(options.psb_period, options.clock)
-        self.truth = GroundTruth()
+        self.truth = GroundTruth() if options.keep_addresses else GroundTruth(addresses=InstructionCount())
         self._overflow_state = "armed" if options.overflow_at is not None else "off"
         self._lost_start = 0
         self._enabled_in_gap = True
@@ -87,6 +88,15 @@ class ThreadFlow:
         elif self.writer.enabled:
             self.writer.interrupt(self.current)
         self.current = handler_ip
+
+    def lost(self, new_ip):
+        """The thread went from ``current`` to ``new_ip`` along an unknown path: a gap, as after an overflow."""
+        if self._overflow_state != "lost":
+            if not self.writer.enabled:
+                self.writer.enable(self.current, len(self.truth.addresses))
+            self.writer.overflow()
+            self.writer.resume(new_ip)
+        self.current = new_ip
 
     def exited(self):
         """The thread is gone; an exit syscall at ``current`` ran."""

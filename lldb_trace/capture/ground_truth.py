@@ -12,6 +12,21 @@ from array import array
 from dataclasses import dataclass, field
 
 
+class InstructionCount:
+    """In place of the address list where only the count matters: a live recording may run billions."""
+
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+    def append(self, _address):
+        self.count += 1
+
+    def __len__(self):
+        return self.count
+
+
 @dataclass
 class GroundTruth:
     addresses: array = field(default_factory=lambda: array("Q"))

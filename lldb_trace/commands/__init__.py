@@ -7,6 +7,8 @@ Each command family lives in its own module and is registered under the
 
 import sys
 
+import lldb
+
 from ..target.interpreter import run_command
 from . import routing
 from .dump import DumpCommand
@@ -28,6 +30,12 @@ def register(debugger):
         run_command(debugger, f"command script add -o -p -c {class_name} {CONTAINER} {command.name}")
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
     install_stepping_overrides(debugger)
+    # The live recorder reads about 40 registers at every stop it predicts from: one 'g' packet
+    # instead of a 'p' packet per register (3.9 ms -> 1.2 ms).  It applies to processes launched
+    # or attached from now on; older LLDBs without the setting just keep 'p' packets.
+    debugger.GetCommandInterpreter().HandleCommand(
+        "settings set plugin.process.gdb-remote.use-g-packet-for-reading true", lldb.SBCommandReturnObject()
+    )
     if routed:
         _say(
             debugger,

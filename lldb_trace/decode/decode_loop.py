@@ -17,6 +17,7 @@ DECODER_FLAGS = BLOCK_ENABLE_TICK_EVENTS | BLOCK_END_ON_CALL  # timestamps as ev
 _BATCH = range(4096)  # blocks decoded between bookkeeping steps
 _STALLED = -1001  # gap code: libipt walks code that needs no trace, forever
 _PENDING = int(StatusFlag.EVENT_PENDING)
+_LOST = "overflow: the trace lost the instructions that ran here"
 _EOS = -int(ErrorCode.EOS)
 
 
@@ -76,6 +77,9 @@ def _take_events(decoder, decoded, status):
         if event.type == EventType.TICK:
             continue  # a timing update only: it lives in the timestamp table
         decoded.add_event(event.type, _event_ip(event))
+        if event.type == EventType.OVERFLOW:
+            # Instructions were lost here: a gap item, as native LLDB shows it, not only an event.
+            decoded.add_gap(ErrorCode.OVERFLOW, _LOST, decoder.offset)
     return status
 
 

@@ -3,9 +3,10 @@
 ``pt start --backend software`` attaches a LiveSession to the process.  From
 then on ``continue``, ``next``, ``step`` and ``finish`` (``process continue``,
 ``thread step-over|step-in|step-out``) run as a scripted thread plan that
-moves the selected thread (branch to branch, or by single steps; see
-RecordingPlan), feeds every instruction it ran to the recorder (which writes
-real Intel PT packets) and stops where the command would have stopped:
+moves the selected thread (through stretches predicted by an emulator, branch
+to branch, or by single steps; see RecordingPlan), feeds every instruction it
+ran to the recorder (which writes real Intel PT packets) and stops where the
+command would have stopped:
 a breakpoint location, a new source line, a returned frame.  At each stop
 the recorded stream pauses (FUP + TIP.PGD at the pc, as user-space PT shows a
 trap into the debugger) and ``trace dump`` decodes it like any other trace.
@@ -17,9 +18,9 @@ import time
 
 import lldb
 
-from ..capture import intel_pt_backend
+from ..capture import emulation, intel_pt_backend
 from ..capture.flow import FlowOptions, ThreadFlow
-from ..capture.process_view import caught_signals
+from ..capture.process_view import ProcessMemory, caught_signals, read_maps
 from ..capture.routes import Router
 from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace, live_module
@@ -36,6 +37,7 @@ MODES = {
     "thread step-out": "finish",
 }
 _sessions = {}  # registry key -> LiveSession
+KEEP_ADDRESSES = False  # keep every recorded address (tests compare them with the decoded trace): 8 bytes each
 
 
 class LiveTraceError(LldbTraceError):
@@ -53,15 +55,21 @@ class SoftwareBackend:
         read = lambda address, size: _read(process, address, size)  # noqa: E731
         self.classifier = Classifier(read)
         self.router = Router(self.classifier, read)
+        self.process_memory = _process_memory(process)
+        self.predictor = emulation.Predictor(self._page_reader(read))
         clock = time.monotonic_ns if tsc else None
-        options = FlowOptions(psb_period or 4096, clock)
+        options = FlowOptions(psb_period or 4096, clock, keep_addresses=KEEP_ADDRESSES)
         self.flows = {}
         for tid in tids:
             pc = process.GetThreadByID(tid).GetFrameAtIndex(0).GetPC()
             self.flows[tid] = ThreadFlow(tid, pc, self.classifier, options)
+        self.process = process
+        self.pending = {}  # tid -> the route or Prediction the thread is on, until its plan records it
         self._bytes = {}
         self._generations = dict.fromkeys(tids, 0)
         self.single_steps = dict.fromkeys(tids, 0)
+        self.predictions = dict.fromkeys(tids, 0)  # stretches run as predicted
+        self.mispredictions = dict.fromkeys(tids, 0)  # stretches lost: the thread did not end as predicted
 
     def stepped(self, tid, pc):
         self.single_steps[tid] += 1
@@ -75,14 +83,47 @@ class SoftwareBackend:
         self._bytes.pop(tid, None)
         self._generations[tid] += 1
 
+    def lost(self, tid, pc):
+        """The thread's path to ``pc`` is unknown (a misprediction): the trace shows a gap there."""
+        self.mispredictions[tid] += 1
+        self.flows[tid].lost(pc)
+        self._bytes.pop(tid, None)
+        self._generations[tid] += 1
+
+    def expect(self, tid, run):
+        """The thread was sent along ``run`` (a route, or a Prediction) and its plan will record it.
+
+        A stop the plan never sees (a signal: a crash, an interrupt) leaves it pending, and it is
+        caught up from the thread's pc when the trace is read or the next command starts.
+        """
+        self.pending[tid] = run
+
+    def settle(self, tid):
+        self.pending.pop(tid, None)
+
+    def catch_up(self, tid):
+        run = self.pending.pop(tid, None)
+        thread = self.process.GetThreadByID(tid)
+        if run is None or not thread.IsValid():
+            return
+        pc = thread.GetFrameAtIndex(0).GetPC()
+        if isinstance(run, emulation.Prediction):
+            if pc != self.flows[tid].current:
+                self.lost(tid, pc)  # where in the stretch it stopped, no register check can tell
+        else:
+            self.ran(tid, _executed(run, pc))
+
     def trace_bytes(self, tid):
         if tid not in self.flows:
             return None
+        self.catch_up(tid)
         if tid not in self._bytes:
             self._bytes[tid] = self.flows[tid].paused(self.buffer_bytes)
         return self._bytes[tid] or None
 
     def generation(self, tid):
+        if tid in self.flows:
+            self.catch_up(tid)
         return self._generations.get(tid, 0)
 
     def at_far_transfer(self, tid):
@@ -93,8 +134,23 @@ class SoftwareBackend:
     def steps(self, tid):
         return len(self.flows[tid].truth.addresses)
 
+    def _page_reader(self, read):
+        """Reads for the emulator: /proc/PID/mem (20 times faster than through LLDB) where allowed.
+
+        Those bytes include LLDB's breakpoint instructions, which the emulator never runs past.
+        """
+        if self.process_memory is None:
+            return read
+
+        def read_page(address, size):
+            data = self.process_memory.read(address, size)
+            return data if len(data) == size else read(address, size)
+
+        return read_page
+
     def close(self):
-        """Nothing to release: the flows are plain Python."""
+        if self.process_memory is not None:
+            self.process_memory.close()
 
 
 class IntelPtBackend:
@@ -141,6 +197,14 @@ class IntelPtBackend:
     def close(self):
         for trace in self.traces.values():
             trace.close()
+
+
+def _process_memory(process):
+    """The process's memory through /proc, or None (not a local process, or ptrace rules forbid it)."""
+    try:
+        return ProcessMemory(process.GetProcessID())
+    except OSError:
+        return None
 
 
 def _read(process, address, size):
@@ -334,10 +398,15 @@ class RecordingPlan:
     """A scripted thread plan that records every instruction the thread runs until the StopRule says stop.
 
     ``next`` and ``step`` judge every instruction (a line may change anywhere), so they single-step.
-    ``continue`` and ``finish`` only need to stop at breakpoints and returns: the thread runs to
-    its next branch with one breakpoint (a RunToAddress sub-plan), the branch's successor is read
-    from the registers, and the straight-line instructions in between are recorded without stops.
-    A branch that cannot be evaluated exactly is single-stepped.
+    ``continue`` and ``finish`` only need to stop at breakpoints and returns.  From each stop the
+    emulator predicts the thread's path (capture/emulation.py) until something it must not run;
+    the thread runs to the stretch's end with one breakpoint (a RunToAddress sub-plan, again for
+    each pass of a loop), and the stretch is recorded if the thread's registers there are the
+    predicted ones, a gap otherwise.  Where the emulator cannot start (a system call, AVX code...),
+    the thread runs to its next branch, whose successor is read from the registers, and a branch
+    that cannot be evaluated exactly is single-stepped.  The emulator only reads memory nothing
+    else can write meanwhile, so it is used only while the process has one thread and the target
+    no watchpoints.
 
     A signal LLDB passes without stopping (SIGALRM, SIGCHLD... by default) is delivered inside
     lldb-server, unseen: a handler run during a run between branches would go unrecorded, and
@@ -351,12 +420,16 @@ class RecordingPlan:
         self.thread_plan = thread_plan
         self.session = _sessions[args.GetValueForKey("key").GetStringValue(100)]
         self.route = None  # the addresses the thread runs before it stops at the sub-plan's address
+        self.prediction = None  # when the route is an emulator's prediction
+        self.arrivals_left = 0  # how many more times the thread reaches the predicted route's end
         self.thread = thread_plan.GetThread()
         self.tid = self.thread.GetThreadID()
         self.target = self.thread.GetProcess().GetTarget()
         self.backend, self.rule = self.session.backend, self.session.rule
+        self.backend.catch_up(self.tid)  # the last command's run, if a signal ended it unseen
         self.silent_signals = _silent_signals(self.thread.GetProcess())
         self.runs_to_branches = self.rule.mode in ("continue", "finish") and self._no_silent_handlers()
+        self.predicts = self.runs_to_branches and self.target.GetNumWatchpoints() == 0
         if self.runs_to_branches:
             self._plan_run(self.thread.GetFrameAtIndex(0))
 
@@ -370,12 +443,19 @@ class RecordingPlan:
     def should_stop(self, _event):
         frame = self.thread.GetFrameAtIndex(0)
         pc = frame.GetPC()
-        if self.route is None:
+        if self.route is None and self.prediction is None:
             was_system_call = self.backend.at_far_transfer(self.tid)
             self.backend.stepped(self.tid, pc)
             if was_system_call and self.runs_to_branches:
                 self.runs_to_branches = self._no_silent_handlers()  # sigaction may have installed one
+        elif self.prediction is not None:
+            if pc == self.prediction.end and self.arrivals_left > 1:
+                self.arrivals_left -= 1  # a loop passes the end before the stretch is over
+                self._run_to(pc)
+                return False
+            self._check_prediction(frame, pc)
         else:
+            self.backend.settle(self.tid)
             self.backend.ran(self.tid, _executed(self.route, pc))
             self.route = None
         if self.rule.should_stop(frame, pc):
@@ -393,26 +473,76 @@ class RecordingPlan:
                 raise LookupError(name)
             return value.GetValueAsUnsigned()
 
-        route = self.backend.router.route(frame.GetPC(), register, self.rule.watched)
-        if route is None:
-            return
-        if route[-1] in self.rule.breakpoints:
-            self.route = route  # the user's breakpoint stops the run; a second one would show in the stop reason
-            return
-        sub_plan = self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(route[-1], self.target))
-        if sub_plan.IsValid():
-            self.route = route
+        if frame.GetPC() in self.rule.breakpoints:
+            return  # LLDB steps over a breakpoint under the pc by itself; a stop right after it must be its own
+        prediction = self._predict(frame) if self.predicts else None
+        if prediction is not None:
+            route, end = None, prediction.end
+        else:
+            route = self.backend.router.route(frame.GetPC(), register, self.rule.watched)
+            if route is None:
+                return
+            end = route[-1]
+        if end in self.rule.breakpoints or self._run_to(end):
+            # (At a user's breakpoint, the breakpoint stops the run; a second one would show in the stop reason.)
+            self.route, self.prediction = route, prediction
+            self.arrivals_left = prediction.arrivals if prediction else 0
+            self.backend.expect(self.tid, prediction or route)
+
+    def _run_to(self, address):
+        return self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(address, self.target)).IsValid()
+
+    def _predict(self, frame):
+        """The emulator's path from here, when nothing else can change the thread's memory meanwhile."""
+        process = self.thread.GetProcess()
+        pc = frame.GetPC()
+        if process.GetNumThreads() != 1 or pc in self.rule.watched or pc in self.backend.predictor.hopeless:
+            return None
+        try:
+            registers = _register_values(frame, emulation.LOADED)
+            mappings = read_maps(process.GetProcessID())
+        except (LookupError, OSError):
+            self.predicts = False  # not a local process, or LLDB lacks a register: branch by branch then
+            return None
+        return self.backend.predictor.predict(registers, mappings, self.rule.watched)
+
+    def _check_prediction(self, frame, pc):
+        """Record the predicted stretch if the thread ended it as the emulator did; a gap otherwise."""
+        prediction, self.prediction = self.prediction, None
+        self.backend.settle(self.tid)
+        expected = prediction.registers
+        if pc == prediction.end and emulation.matches(expected, _register_values(frame, expected)):
+            self.backend.predictions[self.tid] += 1
+            self.backend.ran(self.tid, prediction.steps())
+        else:
+            self.backend.lost(self.tid, pc)
 
     def should_step(self):
         # A run state, not a bool: LLDB 19-22 read the answer as a StateType, where False means
         # stepping; every version steps on eStateStepping and runs on eStateRunning.
-        return lldb.eStateStepping if self.route is None else lldb.eStateRunning
+        return lldb.eStateStepping if self.route is None and self.prediction is None else lldb.eStateRunning
 
     def is_stale(self):
         return False
 
     def stop_description(self, stream):
         stream.Print(f"{self.rule.reason or 'recorded'} (lldb_trace software recorder)")
+
+
+def _register_values(frame, names):
+    """``{name: value}`` of the frame's registers (vector registers as little-endian integers)."""
+    values = {}
+    for name in names:
+        register = frame.FindRegister(name)
+        if not register.IsValid():
+            raise LookupError(name)
+        if register.GetByteSize() > 8:
+            error = lldb.SBError()
+            data = register.GetData()
+            values[name] = int.from_bytes(bytes(data.ReadRawData(error, 0, data.GetByteSize())), "little")
+        else:
+            values[name] = register.GetValueAsUnsigned()
+    return values
 
 
 def _silent_signals(process):
