@@ -383,6 +383,40 @@ def test_a_misprediction_leaves_a_gap_not_wrong_instructions(tmp_path, monkeypat
     assert after == truth[len(truth) - len(after) :] and len(after) > 1000
 
 
+def test_each_continue_stops_once_at_a_breakpoint_a_single_step_lands_on(tmp_path, monkeypatch):
+    """With a silent signal handler the recorder single-steps, and steps land on breakpoints unexecuted.
+
+    LLDB reports such a breakpoint only when the thread resumes.  The breakpoint is on the handler's
+    second instruction (the step that delivers SIGALRM runs the first): each ``continue`` must
+    stop at the next handler run, not at once at the same place.  Each command's plan leaves
+    LLDB's plan stack when it stops, with its reason.
+    """
+    binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok("breakpoint set -n main")
+        session.ok("process launch")
+        target = session.target
+        handler = target.FindFunctions("on_alarm")[0].GetSymbol().GetStartAddress()
+        second = target.ReadInstructions(handler, 2)[1].GetAddress().GetLoadAddress(target)
+        session.ok(f"breakpoint set -a {second}")
+        session.ok("pt start --backend software")
+        thread = target.GetProcess().GetSelectedThread()
+        counts = []
+        for _ in range(3):
+            session.handle("continue")
+            assert thread.GetFrameAtIndex(0).GetPC() == second
+            assert thread.GetStopDescription(100).startswith("breakpoint 2.1")
+            counts.append(target.FindFirstGlobalVariable("handled").GetValueAsUnsigned())
+        active = session.ok("thread plan list").split("Completed plan stack")[0]
+        target.GetProcess().Kill()
+    finally:
+        session.close()
+    assert counts == [counts[0], counts[0] + 1, counts[0] + 2]
+    assert "software recorder" not in active
+
+
 def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_path, monkeypatch):
     """A handler for a signal lldb-server passes unseen must not run while the recorder runs to a branch.
 

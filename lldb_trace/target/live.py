@@ -357,19 +357,19 @@ class StopRule:
         caller = thread.GetFrameAtIndex(1)
         self.return_address = caller.GetPC() if caller.IsValid() else None
         target = thread.GetProcess().GetTarget()
-        self.breakpoints = {
-            location.GetLoadAddress()
+        self.breakpoints = {  # address -> "ID.LOCATION", as LLDB names a stop there
+            location.GetLoadAddress(): f"{breakpoint.GetID()}.{location.GetID()}"
             for breakpoint in target.breakpoint_iter()
             if breakpoint.IsEnabled()
             for location in breakpoint
             if location.IsEnabled()
         }
-        self.watched = frozenset(self.breakpoints | ({self.return_address} if mode == "finish" else set()))
+        self.watched = frozenset({*self.breakpoints, *([self.return_address] if mode == "finish" else [])})
         self.reason = ""
 
     def should_stop(self, frame, pc):
         if pc in self.breakpoints:
-            self.reason = "breakpoint"
+            self.reason = f"breakpoint {self.breakpoints[pc]}"
             return True
         if self.mode == "continue":
             return False
@@ -422,6 +422,7 @@ class RecordingPlan:
         self.route = None  # the addresses the thread runs before it stops at the sub-plan's address
         self.prediction = None  # when the route is an emulator's prediction
         self.arrivals_left = 0  # how many more times the thread reaches the predicted route's end
+        self.stopped_before = False
         self.thread = thread_plan.GetThread()
         self.tid = self.thread.GetThreadID()
         self.target = self.thread.GetProcess().GetTarget()
@@ -443,6 +444,9 @@ class RecordingPlan:
     def should_stop(self, _event):
         frame = self.thread.GetFrameAtIndex(0)
         pc = frame.GetPC()
+        if self._breakpoint_reported_late(pc):
+            self._plan_run(frame)
+            return False
         if self.route is None and self.prediction is None:
             was_system_call = self.backend.at_far_transfer(self.tid)
             self.backend.stepped(self.tid, pc)
@@ -459,10 +463,27 @@ class RecordingPlan:
             self.backend.ran(self.tid, _executed(self.route, pc))
             self.route = None
         if self.rule.should_stop(frame, pc):
+            # Complete, the plan leaves LLDB's plan stack and its description is the stop reason.
+            self.thread_plan.SetPlanComplete(True)
             return True
         if self.runs_to_branches:
             self._plan_run(frame)
         return False
+
+    def _breakpoint_reported_late(self, pc):
+        """LLDB reports a breakpoint a single step landed on when the thread resumes, not when it lands.
+
+        The last command already stopped there (and recorded the step); without this, the next
+        command would stop at once, at the same place, for the same breakpoint.
+        """
+        first, self.stopped_before = not self.stopped_before, True
+        return (
+            first
+            and self.route is None
+            and self.prediction is None
+            and self.thread.GetStopReason() == lldb.eStopReasonBreakpoint
+            and pc == self.backend.flows[self.tid].current
+        )
 
     def _plan_run(self, frame):
         """Queue a run to the next branch and remember the instructions on the way; or leave a single step."""
