@@ -39,7 +39,7 @@ def _launchable(tmp_path, monkeypatch, source, *flags, directory=None):
     monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
     binary = (directory or tmp_path) / Path(source).stem
     binary.parent.mkdir(exist_ok=True)
-    subprocess.run(["gcc", *flags, "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
+    subprocess.run(["gcc", "-g", *flags, "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
     return binary
 
 
@@ -357,6 +357,74 @@ def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_bra
         patch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
         branch_by_branch, _ = recorded()
     assert predicted == branch_by_branch and len(predicted) > 50_000
+
+
+def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, monkeypatch):
+    """``next`` over snprintf runs the call out with predictions instead of single-stepping it, and
+    records the same path as single steps (a ``continue`` to the next line's breakpoint, every
+    instruction single-stepped).
+
+    Bound at load time (-z now), so the first call does not go through ld.so's resolver.
+    """
+    binary = _launchable(tmp_path, monkeypatch, "libc_work.c", "-O0", "-DROUNDS=1", "-Wl,-z,now")
+    source = ROOT / "test_traces" / "src" / "libc_work.c"
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "snprintf(" in text)
+
+    def recorded(*commands):
+        session = Session(tmp_path)
+        try:
+            session.ok(f"file {binary}")
+            session.ok(f"breakpoint set -f libc_work.c -l {line}")
+            session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+            session.ok("pt start --backend software")
+            for command in commands:
+                session.handle(command)
+            frame = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
+            stopped_at = (frame.GetFunctionName(), frame.GetLineEntry().GetLine())
+            live_session = live.session_for(session.target)
+            [tid] = live_session.tids
+            items = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
+            assert items == list(live_session.backend.flows[tid].truth.addresses)
+            session.target.GetProcess().Kill()
+            return stopped_at, items, live_session.backend.single_steps[tid]
+        finally:
+            session.close()
+
+    stopped_at, run_out, single_steps = recorded("next")
+    with monkeypatch.context() as patch:
+        patch.setattr(live.RecordingPlan, "_running", lambda _plan: False)
+        stepped_at, stepped, all_steps = recorded(f"breakpoint set -f libc_work.c -l {line + 2}", "continue")
+    assert stopped_at == stepped_at == ("main", line + 2)  # the call spans two lines
+    assert run_out == stepped and len(stepped) > 2000
+    assert all_steps == len(stepped) and single_steps < len(stepped) / 10
+
+
+def test_step_runs_out_a_call_without_lines_and_stops_in_one_with_lines(tmp_path, monkeypatch):
+    """As LLDB's own step-in: opaque_sum (built without -g) runs out, twice is stepped into."""
+    opaque = _launchable(tmp_path, monkeypatch, "opaque.c", "-O0", "-c", "-g0")
+    source = ROOT / "test_traces" / "src" / "steps.c"
+    binary = tmp_path / "steps"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(source), str(opaque)], check=True)
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "opaque_sum(3000)" in text)
+    session = Session(tmp_path)
+    try:
+        session.ok(f"file {binary}")
+        session.ok(f"breakpoint set -f steps.c -l {line}")
+        session.ok("process launch")
+        session.ok("pt start --backend software")
+        thread = session.target.GetProcess().GetSelectedThread()
+        session.handle("step")
+        frame = thread.GetFrameAtIndex(0)
+        assert (frame.GetFunctionName(), frame.GetLineEntry().GetLine()) == ("main", line + 1)
+        assert "step in" in thread.GetStopDescription(100)
+        backend = live.session_for(session.target).backend
+        [(tid, single_steps)] = backend.single_steps.items()
+        assert backend.steps(tid) > 20_000 and single_steps < 100  # opaque_sum ran out, not stepped
+        session.handle("step")
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "twice"
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()
 
 
 def test_a_misprediction_leaves_a_gap_not_wrong_instructions(tmp_path, monkeypatch):

@@ -367,9 +367,14 @@ class StopRule:
         self.watched = frozenset({*self.breakpoints, *([self.return_address] if mode == "finish" else [])})
         self.reason = ""
 
-    def should_stop(self, frame, pc):
+    def at_breakpoint(self, pc):
         if pc in self.breakpoints:
             self.reason = f"breakpoint {self.breakpoints[pc]}"
+            return True
+        return False
+
+    def should_stop(self, frame, pc):
+        if self.at_breakpoint(pc):
             return True
         if self.mode == "continue":
             return False
@@ -397,7 +402,9 @@ def _line(frame):
 class RecordingPlan:
     """A scripted thread plan that records every instruction the thread runs until the StopRule says stop.
 
-    ``next`` and ``step`` judge every instruction (a line may change anywhere), so they single-step.
+    ``next`` and ``step`` judge every instruction of the frame they started in (a line may change
+    anywhere), so there they single-step; a call they do not stop in (any call for ``next``, a
+    call into code without line information for ``step``) runs out like a ``finish``.
     ``continue`` and ``finish`` only need to stop at breakpoints and returns.  From each stop the
     emulator predicts the thread's path (capture/emulation.py) until something it must not run;
     the thread runs to the stretch's end with one breakpoint (a RunToAddress sub-plan, again for
@@ -429,9 +436,11 @@ class RecordingPlan:
         self.backend, self.rule = self.session.backend, self.session.rule
         self.backend.catch_up(self.tid)  # the last command's run, if a signal ended it unseen
         self.silent_signals = _silent_signals(self.thread.GetProcess())
-        self.runs_to_branches = self.rule.mode in ("continue", "finish") and self._no_silent_handlers()
-        self.predicts = self.runs_to_branches and self.target.GetNumWatchpoints() == 0
-        if self.runs_to_branches:
+        self.may_run = self._no_silent_handlers()  # or every instruction is single-stepped
+        self.predicts = self.target.GetNumWatchpoints() == 0
+        self.returning_to = None  # (return address, callee's CFA) while next/step run a call out
+        self._watched_for = (None, None)
+        if self._running():
             self._plan_run(self.thread.GetFrameAtIndex(0))
 
     def _no_silent_handlers(self):
@@ -445,13 +454,12 @@ class RecordingPlan:
         frame = self.thread.GetFrameAtIndex(0)
         pc = frame.GetPC()
         if self._breakpoint_reported_late(pc):
-            self._plan_run(frame)
-            return False
+            return False  # a single step next: LLDB steps over the breakpoint
         if self.route is None and self.prediction is None:
             was_system_call = self.backend.at_far_transfer(self.tid)
             self.backend.stepped(self.tid, pc)
-            if was_system_call and self.runs_to_branches:
-                self.runs_to_branches = self._no_silent_handlers()  # sigaction may have installed one
+            if was_system_call and self.may_run:
+                self.may_run = self._no_silent_handlers()  # sigaction may have installed one
         elif self.prediction is not None:
             if pc == self.prediction.end and self.arrivals_left > 1:
                 self.arrivals_left -= 1  # a loop passes the end before the stretch is over
@@ -462,13 +470,42 @@ class RecordingPlan:
             self.backend.settle(self.tid)
             self.backend.ran(self.tid, _executed(self.route, pc))
             self.route = None
-        if self.rule.should_stop(frame, pc):
+        if self.returning_to is not None and pc == self.returning_to[0] and frame.GetCFA() > self.returning_to[1]:
+            self.returning_to = None  # back from the call: the line rule applies again
+        if self.rule.at_breakpoint(pc) if self.returning_to else self.rule.should_stop(frame, pc):
             # Complete, the plan leaves LLDB's plan stack and its description is the stop reason.
             self.thread_plan.SetPlanComplete(True)
             return True
-        if self.runs_to_branches:
+        if self.rule.mode in ("next", "step") and self.returning_to is None:
+            self._run_out_of_call(frame)
+        if self._running():
             self._plan_run(frame)
         return False
+
+    def _running(self):
+        """Whether the thread runs (predicted, or branch to branch) rather than single-steps now."""
+        return self.may_run and (self.rule.mode in ("continue", "finish") or self.returning_to is not None)
+
+    def _run_out_of_call(self, frame):
+        """For next/step in a call they do not stop in: run to its return (only breakpoints stop it).
+
+        ``step`` single-steps through a PLT stub (a trampoline): where it leads may have lines.
+        """
+        if self.rule.mode == "step" and (_line(frame) or frame.GetSymbol().GetType() == lldb.eSymbolTypeTrampoline):
+            return
+        if frame.GetCFA() < self.rule.start_cfa:
+            caller = self.thread.GetFrameAtIndex(1)
+            if caller.IsValid():
+                self.returning_to = (caller.GetPC(), frame.GetCFA())
+
+    def _watched(self):
+        """The addresses a run must stop at: the command's, and the return address of a call run out."""
+        if self.returning_to is None:
+            return self.rule.watched
+        address = self.returning_to[0]
+        if self._watched_for[0] != address:
+            self._watched_for = (address, self.rule.watched | {address})  # one set per call: Router caches by it
+        return self._watched_for[1]
 
     def _breakpoint_reported_late(self, pc):
         """LLDB reports a breakpoint a single step landed on when the thread resumes, not when it lands.
@@ -500,7 +537,7 @@ class RecordingPlan:
         if prediction is not None:
             route, end = None, prediction.end
         else:
-            route = self.backend.router.route(frame.GetPC(), register, self.rule.watched)
+            route = self.backend.router.route(frame.GetPC(), register, self._watched())
             if route is None:
                 return
             end = route[-1]
@@ -517,7 +554,8 @@ class RecordingPlan:
         """The emulator's path from here, when nothing else can change the thread's memory meanwhile."""
         process = self.thread.GetProcess()
         pc = frame.GetPC()
-        if process.GetNumThreads() != 1 or pc in self.rule.watched or pc in self.backend.predictor.hopeless:
+        watched = self._watched()
+        if process.GetNumThreads() != 1 or pc in watched or pc in self.backend.predictor.hopeless:
             return None
         try:
             registers = _register_values(frame, emulation.LOADED)
@@ -525,7 +563,7 @@ class RecordingPlan:
         except (LookupError, OSError):
             self.predicts = False  # not a local process, or LLDB lacks a register: branch by branch then
             return None
-        return self.backend.predictor.predict(registers, mappings, self.rule.watched)
+        return self.backend.predictor.predict(registers, mappings, watched)
 
     def _check_prediction(self, frame, pc):
         """Record the predicted stretch if the thread ended it as the emulator did; a gap otherwise."""
