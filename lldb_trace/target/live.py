@@ -386,10 +386,22 @@ class StopRule:
         line = _line(frame)
         if line is None or line == self.start_line:
             return False
-        if self.mode == "step" or frame.GetCFA() >= self.start_cfa:
-            self.reason = "step in" if self.mode == "step" else "step over"
+        if self.mode == "step" and not _in_prologue(frame, pc):
+            self.reason = "step in"
+            return True
+        if self.mode == "next" and frame.GetCFA() >= self.start_cfa:
+            self.reason = "step over"
             return True
         return False
+
+
+def _in_prologue(frame, pc):
+    """Whether ``pc`` is in its function's prologue, which LLDB's step-in steps through to the body."""
+    function = frame.GetFunction()
+    if not function.IsValid():
+        return False
+    start = function.GetStartAddress().GetLoadAddress(frame.GetThread().GetProcess().GetTarget())
+    return start <= pc < start + function.GetPrologueByteSize()
 
 
 def _line(frame):
