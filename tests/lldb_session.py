@@ -26,6 +26,13 @@ class Session:
         assert result.Succeeded(), f"{command}: {result.GetError()}"
         return result.GetOutput()
 
+    def launch(self, binary, *breakpoints, output=None):
+        """``file``, one ``breakpoint set`` per argument (``"-n main"``), ``process launch`` (stdout to ``output``)."""
+        self.ok(f"file {binary}")
+        for breakpoint in breakpoints:
+            self.ok(f"breakpoint set {breakpoint}")
+        self.ok("process launch" + (f" -o {output}" if output else ""))
+
     def streams(self):
         """Everything printed on the debugger's output and error streams so far: (out, err)."""
         self.debugger.GetOutputFile().Flush()

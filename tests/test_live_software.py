@@ -58,9 +58,7 @@ def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
     (tmp_path / "live").mkdir()
     session = Session(tmp_path / "live")
     try:
-        session.ok(f"file {program}")
-        session.ok("breakpoint set -n fib")
-        session.ok("process launch")
+        session.launch(program, "-n fib")
         process = session.target.GetProcess()
         assert process.GetState() == lldb.eStateStopped
         assert "software recorder" in session.ok("pt start --backend software")
@@ -118,9 +116,7 @@ def test_start_needs_a_stopped_live_process(tmp_path):
 def test_without_intel_pt_auto_records_in_software_and_intel_pt_says_why(program, tmp_path):
     session = Session(tmp_path)
     try:
-        session.ok(f"file {program}")
-        session.ok("breakpoint set -n main")
-        session.ok("process launch")
+        session.launch(program, "-n main")
         error = session.handle("pt start --backend intel-pt").GetError()
         assert "no Intel PT" in error and "--backend software" in error
         assert "-b 3: the buffer size must be a power of two" in session.handle("pt start -b 3").GetError()
@@ -167,9 +163,7 @@ def test_a_stop_picks_up_new_threads_and_reads_the_buffers(program, tmp_path):
     """What the stop hook runs for --all: threads not yet traced are added, then every buffer is read."""
     session = Session(tmp_path)
     try:
-        session.ok(f"file {program}")
-        session.ok("breakpoint set -n main")
-        session.ok("process launch")
+        session.launch(program, "-n main")
         backend = _FakeIntelPt()
         live_session = live.LiveSession(session.target, backend, [])
         live_session.stopped()
@@ -189,9 +183,7 @@ def test_finish_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path, monk
     binary = _launchable(tmp_path, monkeypatch, "million.c", "-O2", "-DN=3")
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok("breakpoint set -n finished")
-        session.ok("process launch")
+        session.launch(binary, "-n finished")
         thread = session.target.GetProcess().GetSelectedThread()
         return_address = thread.GetFrameAtIndex(1).GetPC()
         session.ok("pt start --backend software")
@@ -215,9 +207,7 @@ def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path
     binary = _launchable(tmp_path, monkeypatch, "crash.c", "-O0")
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok("breakpoint set -n main")
-        session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+        session.launch(binary, "-n main", output=tmp_path / "stdout.txt")
         session.ok("pt start --backend software")
         session.handle("continue")
         target = session.target
@@ -251,9 +241,7 @@ def _live_and_single_stepped(tmp_path, monkeypatch, source, flags, stops=()):
 
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok("breakpoint set -n main")
-        session.ok("process launch")
+        session.launch(binary, "-n main")
         target = session.target
         main, finished = (
             target.FindFunctions(name)[0].GetSymbol().GetStartAddress().GetLoadAddress(target)
@@ -333,10 +321,7 @@ def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_bra
     def recorded():
         session = Session(tmp_path)
         try:
-            session.ok(f"file {binary}")
-            session.ok("breakpoint set -n main")
-            session.ok("breakpoint set -n finished")
-            session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+            session.launch(binary, "-n main", "-n finished", output=tmp_path / "stdout.txt")
             session.ok("pt start --backend software")
             session.handle("continue")
             thread = session.target.GetProcess().GetSelectedThread()
@@ -373,9 +358,7 @@ def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, 
     def recorded(*commands):
         session = Session(tmp_path)
         try:
-            session.ok(f"file {binary}")
-            session.ok(f"breakpoint set -f libc_work.c -l {line}")
-            session.ok(f"process launch -o {tmp_path / 'stdout.txt'}")
+            session.launch(binary, f"-f libc_work.c -l {line}", output=tmp_path / "stdout.txt")
             session.ok("pt start --backend software")
             for command in commands:
                 session.handle(command)
@@ -408,9 +391,7 @@ def test_step_runs_out_a_call_without_lines_and_stops_in_one_with_lines(tmp_path
     line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "opaque_sum(3000)" in text)
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok(f"breakpoint set -f steps.c -l {line}")
-        session.ok("process launch")
+        session.launch(binary, f"-f steps.c -l {line}")
         session.ok("pt start --backend software")
         thread = session.target.GetProcess().GetSelectedThread()
         session.handle("step")
@@ -464,9 +445,7 @@ def test_each_continue_stops_once_at_a_breakpoint_a_single_step_lands_on(tmp_pat
     binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0")
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok("breakpoint set -n main")
-        session.ok("process launch")
+        session.launch(binary, "-n main")
         target = session.target
         handler = target.FindFunctions("on_alarm")[0].GetSymbol().GetStartAddress()
         second = target.ReadInstructions(handler, 2)[1].GetAddress().GetLoadAddress(target)
@@ -498,10 +477,7 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0")
     session = Session(tmp_path)
     try:
-        session.ok(f"file {binary}")
-        session.ok("breakpoint set -n main")
-        session.ok("breakpoint set -n finished")
-        session.ok("process launch")
+        session.launch(binary, "-n main", "-n finished")
         session.ok("pt start --backend software")
         session.handle("continue")
         target = session.target

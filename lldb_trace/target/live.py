@@ -64,7 +64,7 @@ class SoftwareBackend:
             pc = process.GetThreadByID(tid).GetFrameAtIndex(0).GetPC()
             self.flows[tid] = ThreadFlow(tid, pc, self.classifier, options)
         self.process = process
-        self.pending = {}  # tid -> the route or Prediction the thread is on, until its plan records it
+        self.pending = {}  # tid -> the route or Prediction the thread was sent along, until recorded
         self._bytes = {}
         self._generations = dict.fromkeys(tids, 0)
         self.single_steps = dict.fromkeys(tids, 0)
@@ -80,38 +80,40 @@ class SoftwareBackend:
         flow = self.flows[tid]
         for pc in pcs:
             flow.stepped(pc)
-        self._bytes.pop(tid, None)
-        self._generations[tid] += 1
+        self._changed(tid)
 
     def lost(self, tid, pc):
         """The thread's path to ``pc`` is unknown (a misprediction): the trace shows a gap there."""
         self.mispredictions[tid] += 1
         self.flows[tid].lost(pc)
+        self._changed(tid)
+
+    def _changed(self, tid):
         self._bytes.pop(tid, None)
         self._generations[tid] += 1
 
-    def expect(self, tid, run):
-        """The thread was sent along ``run`` (a route, or a Prediction) and its plan will record it.
+    def arrived(self, tid, pc, registers=None):
+        """The thread stopped at ``pc`` on the run it was sent along (``pending``): record that run.
 
-        A stop the plan never sees (a signal: a crash, an interrupt) leaves it pending, and it is
-        caught up from the thread's pc when the trace is read or the next command starts.
+        ``registers(names)`` gives the thread's registers, to check a prediction against.  Without
+        it (a stop the plan never saw: a crash, an interrupt), where in a predicted stretch the
+        thread stopped cannot be told, and only a gap is recorded.
         """
-        self.pending[tid] = run
-
-    def settle(self, tid):
-        self.pending.pop(tid, None)
+        run = self.pending.pop(tid, None)
+        if not isinstance(run, emulation.Prediction):
+            if run is not None:
+                self.ran(tid, _executed(run, pc))
+        elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
+            self.predictions[tid] += 1
+            self.ran(tid, run.steps())
+        elif registers or pc != self.flows[tid].current:
+            self.lost(tid, pc)
 
     def catch_up(self, tid):
-        run = self.pending.pop(tid, None)
+        """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts)."""
         thread = self.process.GetThreadByID(tid)
-        if run is None or not thread.IsValid():
-            return
-        pc = thread.GetFrameAtIndex(0).GetPC()
-        if isinstance(run, emulation.Prediction):
-            if pc != self.flows[tid].current:
-                self.lost(tid, pc)  # where in the stretch it stopped, no register check can tell
-        else:
-            self.ran(tid, _executed(run, pc))
+        if tid in self.pending and thread.IsValid():
+            self.arrived(tid, thread.GetFrameAtIndex(0).GetPC())
 
     def trace_bytes(self, tid):
         if tid not in self.flows:
@@ -438,9 +440,7 @@ class RecordingPlan:
     def __init__(self, thread_plan, args, _internal_dict=None):
         self.thread_plan = thread_plan
         self.session = _sessions[args.GetValueForKey("key").GetStringValue(100)]
-        self.route = None  # the addresses the thread runs before it stops at the sub-plan's address
-        self.prediction = None  # when the route is an emulator's prediction
-        self.arrivals_left = 0  # how many more times the thread reaches the predicted route's end
+        self.arrivals_left = 0  # how many more times the thread reaches the end of the run it is on
         self.stopped_before = False
         self.thread = thread_plan.GetThread()
         self.tid = self.thread.GetThreadID()
@@ -451,7 +451,8 @@ class RecordingPlan:
         self.may_run = self._no_silent_handlers()  # or every instruction is single-stepped
         self.predicts = self.target.GetNumWatchpoints() == 0
         self.returning_to = None  # (return address, callee's CFA) while next/step run a call out
-        self._watched_for = (None, None)
+        self.watched = self.rule.watched  # and the return address then: where runs must stop
+        self.mappings = None  # the process's, read again after every system call
         if self._running():
             self._plan_run(self.thread.GetFrameAtIndex(0))
 
@@ -467,23 +468,22 @@ class RecordingPlan:
         pc = frame.GetPC()
         if self._breakpoint_reported_late(pc):
             return False  # a single step next: LLDB steps over the breakpoint
-        if self.route is None and self.prediction is None:
+        run = self.backend.pending.get(self.tid)
+        if run is None:
             was_system_call = self.backend.at_far_transfer(self.tid)
             self.backend.stepped(self.tid, pc)
-            if was_system_call and self.may_run:
-                self.may_run = self._no_silent_handlers()  # sigaction may have installed one
-        elif self.prediction is not None:
-            if pc == self.prediction.end and self.arrivals_left > 1:
-                self.arrivals_left -= 1  # a loop passes the end before the stretch is over
-                self._run_to(pc)
-                return False
-            self._check_prediction(frame, pc)
+            if was_system_call:
+                self.mappings = None  # mmap, munmap, mprotect...
+                self.may_run = self.may_run and self._no_silent_handlers()  # sigaction may have installed one
+        elif self.arrivals_left > 1 and pc == run.end:  # only predictions pass their end more than once
+            self.arrivals_left -= 1  # a loop passes the end before the stretch is over
+            self._run_to(pc)
+            return False
         else:
-            self.backend.settle(self.tid)
-            self.backend.ran(self.tid, _executed(self.route, pc))
-            self.route = None
+            self.backend.arrived(self.tid, pc, lambda names: _register_values(frame, names))
         if self.returning_to is not None and pc == self.returning_to[0] and frame.GetCFA() > self.returning_to[1]:
             self.returning_to = None  # back from the call: the line rule applies again
+            self.watched = self.rule.watched
         if self.rule.at_breakpoint(pc) if self.returning_to else self.rule.should_stop(frame, pc):
             # Complete, the plan leaves LLDB's plan stack and its description is the stop reason.
             self.thread_plan.SetPlanComplete(True)
@@ -503,21 +503,14 @@ class RecordingPlan:
 
         ``step`` single-steps through a PLT stub (a trampoline): where it leads may have lines.
         """
+        if frame.GetCFA() >= self.rule.start_cfa:
+            return  # still in the frame the command started in
         if self.rule.mode == "step" and (_line(frame) or frame.GetSymbol().GetType() == lldb.eSymbolTypeTrampoline):
             return
-        if frame.GetCFA() < self.rule.start_cfa:
-            caller = self.thread.GetFrameAtIndex(1)
-            if caller.IsValid():
-                self.returning_to = (caller.GetPC(), frame.GetCFA())
-
-    def _watched(self):
-        """The addresses a run must stop at: the command's, and the return address of a call run out."""
-        if self.returning_to is None:
-            return self.rule.watched
-        address = self.returning_to[0]
-        if self._watched_for[0] != address:
-            self._watched_for = (address, self.rule.watched | {address})  # one set per call: Router caches by it
-        return self._watched_for[1]
+        caller = self.thread.GetFrameAtIndex(1)
+        if caller.IsValid():
+            self.returning_to = (caller.GetPC(), frame.GetCFA())
+            self.watched = self.rule.watched | {caller.GetPC()}
 
     def _breakpoint_reported_late(self, pc):
         """LLDB reports a breakpoint a single step landed on when the thread resumes, not when it lands.
@@ -528,8 +521,7 @@ class RecordingPlan:
         first, self.stopped_before = not self.stopped_before, True
         return (
             first
-            and self.route is None
-            and self.prediction is None
+            and self.tid not in self.backend.pending
             and self.thread.GetStopReason() == lldb.eStopReasonBreakpoint
             and pc == self.backend.flows[self.tid].current
         )
@@ -547,17 +539,16 @@ class RecordingPlan:
             return  # LLDB steps over a breakpoint under the pc by itself; a stop right after it must be its own
         prediction = self._predict(frame) if self.predicts else None
         if prediction is not None:
-            route, end = None, prediction.end
+            run, end = prediction, prediction.end
         else:
-            route = self.backend.router.route(frame.GetPC(), register, self._watched())
-            if route is None:
+            run = self.backend.router.route(frame.GetPC(), register, self.watched)
+            if run is None:
                 return
-            end = route[-1]
+            end = run[-1]
         if end in self.rule.breakpoints or self._run_to(end):
             # (At a user's breakpoint, the breakpoint stops the run; a second one would show in the stop reason.)
-            self.route, self.prediction = route, prediction
-            self.arrivals_left = prediction.arrivals if prediction else 0
-            self.backend.expect(self.tid, prediction or route)
+            self.backend.pending[self.tid] = run
+            self.arrivals_left = prediction.arrivals if prediction else 1
 
     def _run_to(self, address):
         return self.thread_plan.QueueThreadPlanForRunToAddress(lldb.SBAddress(address, self.target)).IsValid()
@@ -565,33 +556,25 @@ class RecordingPlan:
     def _predict(self, frame):
         """The emulator's path from here, when nothing else can change the thread's memory meanwhile."""
         process = self.thread.GetProcess()
+        if process.GetNumThreads() != 1:
+            self.mappings = None  # the other threads may map and unmap memory without this one's system calls
+            return None
         pc = frame.GetPC()
-        watched = self._watched()
-        if process.GetNumThreads() != 1 or pc in watched or pc in self.backend.predictor.hopeless:
+        if pc in self.watched or pc in self.backend.predictor.hopeless:
             return None
         try:
             registers = _register_values(frame, emulation.LOADED)
-            mappings = read_maps(process.GetProcessID())
+            if self.mappings is None:
+                self.mappings = read_maps(process.GetProcessID())
         except (LookupError, OSError):
             self.predicts = False  # not a local process, or LLDB lacks a register: branch by branch then
             return None
-        return self.backend.predictor.predict(registers, mappings, watched)
-
-    def _check_prediction(self, frame, pc):
-        """Record the predicted stretch if the thread ended it as the emulator did; a gap otherwise."""
-        prediction, self.prediction = self.prediction, None
-        self.backend.settle(self.tid)
-        expected = prediction.registers
-        if pc == prediction.end and emulation.matches(expected, _register_values(frame, expected)):
-            self.backend.predictions[self.tid] += 1
-            self.backend.ran(self.tid, prediction.steps())
-        else:
-            self.backend.lost(self.tid, pc)
+        return self.backend.predictor.predict(registers, self.mappings, self.watched)
 
     def should_step(self):
         # A run state, not a bool: LLDB 19-22 read the answer as a StateType, where False means
         # stepping; every version steps on eStateStepping and runs on eStateRunning.
-        return lldb.eStateStepping if self.route is None and self.prediction is None else lldb.eStateRunning
+        return lldb.eStateRunning if self.tid in self.backend.pending else lldb.eStateStepping
 
     def is_stale(self):
         return False
