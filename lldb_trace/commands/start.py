@@ -21,7 +21,8 @@ class StartCommand(TidOptionCommand):
     long_help = (
         "pt start [intel-pt] [-t TID ...] [--all] [-b KB] [--tsc] [--psb-period N] [--backend auto|intel-pt|software]\n"
         "traces the selected thread (-t: these threads; --all: every thread). The intel-pt backend uses\n"
-        "perf_event_open with the CPU's intel_pt PMU; the software backend records by single-stepping and\n"
+        "perf_event_open with the CPU's intel_pt PMU; the software backend records through LLDB's own\n"
+        "stepping (an emulator predicts stretches the real thread then runs, checked by its registers) and\n"
         "works on any x86-64 CPU: after 'pt start --backend software', continue/next/step/finish record\n"
         "the selected thread's control flow until the next stop (other threads run untraced). -b bounds\n"
         "the trace buffer in KiB (a power of two; the newest data is kept). 'trace dump --instructions'\n"
