@@ -836,6 +836,22 @@ def test_close():
 PSB = bytes([0x02, 0x82] * 8)
 
 
+def _cpu_ticks(pid):
+    """User plus system CPU time the process has used, in clock ticks (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _run_a_little(pid):
+    """Let the stopped child run until it used CPU time of its own (progress, not a wall-clock wait); stop it again."""
+    ticks = _cpu_ticks(pid)
+    os.kill(pid, signal.SIGCONT)
+    while _cpu_ticks(pid) < ticks + 2:
+        time.sleep(0.01)  # polling the child's progress
+    os.kill(pid, signal.SIGSTOP)
+    os.waitpid(pid, os.WUNTRACED)  # returns once it is stopped
+
+
 @pytest.mark.skipif(not REAL_SYSFS.exists(), reason="needs an Intel CPU with the intel_pt PMU")
 def test_hardware_trace_of_a_busy_child():
     try:
@@ -843,24 +859,21 @@ def test_hardware_trace_of_a_busy_child():
     except ipt.IntelPtUnavailableError as exc:
         pytest.skip(str(exc))
     child = subprocess.Popen([sys.executable, "-c", "while True: sum(range(100))"])
+    os.kill(child.pid, signal.SIGSTOP)
+    os.waitpid(child.pid, os.WUNTRACED)
     try:
         try:
             trace = ipt.ThreadTrace(child.pid, 64, tsc=True, pmu=pmu)
         except pe.PerfPermissionError as exc:
             pytest.skip(str(exc))
         with trace:
-            time.sleep(0.2)
-            os.kill(child.pid, signal.SIGSTOP)
-            time.sleep(0.05)
+            _run_a_little(child.pid)
             assert trace.changed()
             data = trace.read()
             assert 0 < len(data) <= 64 * 1024
             assert PSB in data
             assert not trace.changed()  # stopped: nothing new
-            os.kill(child.pid, signal.SIGCONT)
-            time.sleep(0.1)
-            os.kill(child.pid, signal.SIGSTOP)
-            time.sleep(0.05)
+            _run_a_little(child.pid)
             assert trace.changed()
             assert PSB in trace.read()
     finally:
