@@ -1,6 +1,7 @@
 """``lldb-trace``: the command-line entry point for work outside an LLDB session."""
 
 import argparse
+import signal
 import sys
 import sysconfig
 from importlib import metadata
@@ -30,18 +31,27 @@ def _versions(_args):
 
 
 def _packets(args):
-    from .packet_dump import iter_lines
+    from .bundle.file_checks import not_a_regular_file
+    from .packet_dump import TruncatedStreamError, iter_lines
 
     try:
-        trace = Path(args.trace).read_bytes()
+        kind = not_a_regular_file(Path(args.trace))  # a pipe would block, /dev/zero never end
+        trace = None if kind else Path(args.trace).read_bytes()
     except OSError as error:
         raise LldbTraceError(f"cannot read trace file {args.trace}: {error.strerror}") from None
-    for line in iter_lines(trace):
-        print(line)
+    if kind:
+        raise LldbTraceError(f"{args.trace} is {kind}, not a trace file")
+    try:
+        for line in iter_lines(trace):
+            print(line)
+    except TruncatedStreamError as error:  # after the listing: one line naming the file and the cut packet
+        sys.stdout.flush()
+        raise LldbTraceError(f"{args.trace}: {error}") from None
 
 
 def _record(args):
-    from .capture.bundle_writer import write_bundle
+    from .capture.bundle_writer import check_outdir, write_bundle
+    from .capture.progress import RecordingProgress
     from .capture.session import RecordOptions, record
 
     if not args.program:
@@ -61,8 +71,19 @@ def _record(args):
         overflow_at=args.overflow_at,
         overflow_lost=args.overflow_lost,
     )
-    recording = record(program, program_args, options)
-    path = write_bundle(recording, args.output, copy_program=args.copy_program)
+    check_outdir(args.output, args.force)  # before minutes of recording, not after
+    progress = RecordingProgress(sys.stderr)
+    try:
+        recording = record(program, program_args, options, progress)
+    except KeyboardInterrupt:  # before the program reached the start (once there, Ctrl-C ends the recording)
+        raise LldbTraceError("interrupted before the recording started: nothing written") from None
+    finally:
+        progress.clear()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bundle goes in whole, Ctrl-C or not
+    try:
+        path = write_bundle(recording, args.output, copy_program=args.copy_program, force=args.force)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     count, seconds = recording.instructions, recording.seconds
     rate = count / seconds if seconds else 0
     print(
@@ -76,6 +97,8 @@ def _record(args):
         )
     if recording.status == "crashed":
         print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
+    if recording.status == "interrupted":
+        print("interrupted: the recording is partial, up to the Ctrl-C", file=sys.stderr)
 
 
 def _positive(text):
@@ -103,9 +126,11 @@ def _parser():
     rec = commands.add_parser(
         "record",
         help="run a program, single-stepping it, and write its control flow as an Intel PT bundle",
-        description="Record PROGRAM's control flow from main (or process start) until SYMBOL or exit.",
+        description="Record PROGRAM's exact control flow, single-stepping every instruction it runs, from main "
+        "(or process start) until SYMBOL, exit, a crash or Ctrl-C. About 16k instructions/s: for long runs, "
+        "'pt start --backend software' in LLDB is faster (see the README). OUTDIR must be new or empty unless --force.",
     )
-    rec.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundle directory to write")
+    rec.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundle folder to write (new or empty)")
     rec.add_argument("--until", metavar="SYMBOL", help="stop when a thread reaches this function")
     rec.add_argument("--from-start", action="store_true", help="record from the first instruction, not main")
     rec.add_argument("--tsc", action="store_true", help="add timestamps (TSC packets)")
@@ -115,6 +140,7 @@ def _parser():
     rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")
     rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
     rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
+    rec.add_argument("--force", action="store_true", help="replace the recording in OUTDIR; other files there are kept")
     rec.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
     rec.set_defaults(run=_record)
     commands.add_parser(
@@ -132,6 +158,9 @@ def main(argv=None):
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -4,15 +4,18 @@ A LiveProcessTrace is a ProcessTrace whose bundle is made up from the live
 target (its modules at their load addresses, its traced threads) and whose
 raw trace comes from a capture backend instead of files.  A thread is decoded
 again only when its backend says the trace changed since the last decode.
+The CPU it names is the one its packets decode with (see capture.cpu), so a
+saved live trace loads in native LLDB too.
 """
 
 from pathlib import Path
 
-from .bundle.model import Bundle, CpuInfo, Module, Process, Thread
+from .bundle.model import Bundle, Module, Process, Thread
+from .capture.cpu import SOFTWARE_CPU, host_cpu
 from .elf_info import ElfInfo, NotAnElfError
 from .process_trace import ProcessTrace
 
-UNKNOWN_CPU = CpuInfo("unknown", 0, 0, 0)
+HARDWARE_BACKEND = "intel-pt"  # the backend whose packets this machine's CPU wrote
 
 
 def live_module(path, load_address, build_id):
@@ -27,7 +30,8 @@ def live_module(path, load_address, build_id):
 class LiveProcessTrace(ProcessTrace):
     """``backend`` supplies ``trace_bytes(tid)`` and ``generation(tid)`` (a number that changes with the trace)."""
 
-    def __init__(self, pid, triple, tids, modules, backend, cpu=UNKNOWN_CPU, description="live process"):
+    def __init__(self, pid, triple, tids, modules, backend, description="live process"):
+        cpu = host_cpu() if backend.name == HARDWARE_BACKEND else SOFTWARE_CPU
         threads = tuple(Thread(tid, None) for tid in tids)
         process = Process(pid, triple, threads, tuple(modules))
         bundle = Bundle(Path(f"<{description}>"), backend.name, cpu, (process,))

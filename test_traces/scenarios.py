@@ -56,7 +56,7 @@ def build(scenario, directory):
 
 
 def make(scenario, outdir):
-    """Build, record and write the scenario's bundle into ``outdir`` (replaced)."""
+    """Build, record and write the scenario's bundle into ``outdir`` (replaced: this script owns test_traces/)."""
     outdir = Path(outdir)
     if outdir.exists():
         shutil.rmtree(outdir)

@@ -123,8 +123,9 @@ def test_overflow_gap_is_exactly_where_it_was_injected(scenario_bundle):
 
 def test_snapshot_starts_mid_stream(scenario_bundle):
     bundle_path = scenario_bundle("snapshot")
-    [(tid, truth, _items)] = list(check_exact(bundle_path))
-    trace = (bundle_path.parent / "traces" / f"{tid}.ipt").read_bytes()
+    [(_tid, truth, _items)] = list(check_exact(bundle_path))
+    [thread] = json.loads(bundle_path.read_text())["processes"][0]["threads"]
+    trace = (bundle_path.parent / thread["iptTrace"]).read_bytes()
     assert len(trace) == 1024 and not trace.startswith(bytes.fromhex("0282" * 8))
     assert 0 < truth.snapshot_from < len(truth.addresses)
 

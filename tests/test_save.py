@@ -1,4 +1,4 @@
-"""trace save: a loaded trace written back as a native bundle that loads again, elsewhere."""
+"""trace save: a trace (loaded or live) written as a native bundle that loads again, elsewhere and in native lldb-22."""
 
 import json
 import shutil
@@ -10,10 +10,13 @@ from conftest import ROOT
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
 from lldb_session import Session  # noqa: E402
+from test_live_software import _launchable  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
+import lldb_trace.api as pt  # noqa: E402
+from lldb_trace.bundle.loader import load_bundle  # noqa: E402
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
-from lldb_trace.bundle.saver import SaveError, SaveModule, SaveProcess, save_bundle  # noqa: E402
+from lldb_trace.bundle.saver import SaveError, SaveModule, SaveProcess, SaveThread, save_bundle  # noqa: E402
 
 
 def dumps(bundle, tmp_path, name):
@@ -51,7 +54,84 @@ def test_saved_bundle_with_copied_images_loads_without_the_originals(tmp_path):
 
 def test_save_refuses_to_write_outside_its_directory(tmp_path):
     evil = SaveModule("/../../escape", Path(__file__), 0x400000, None)
-    process = SaveProcess(1, "x86_64-unknown-linux-gnu", ((1, b"\x02\x82" * 8),), (evil,))
+    process = SaveProcess(1, "x86_64-unknown-linux-gnu", (SaveThread(1, b"\x02\x82" * 8),), (evil,))
     with pytest.raises(SaveError, match="outside"):
         save_bundle(tmp_path / "out" / "b.json", CpuInfo("intel", 6, 85, 4), [process], copy_images=True)
     assert not (tmp_path / "escape").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_save_that_fails_writes_nothing(tmp_path):
+    """A module copy fails after the trace was staged: no file of the bundle appears, the folder's own files stay."""
+    crash = load_bundle(ROOT / "test_traces" / "crash" / "trace.json")
+    process = crash.processes[0]
+    modules = [SaveModule(m.system_path, m.path, m.load_address, m.uuid) for m in process.modules]
+    modules.append(SaveModule("/gone/libgone.so", tmp_path / "libgone.so", 0x7FFF0000, None))
+    saved = SaveProcess(process.pid, process.triple, (SaveThread(5707, b"\x02\x82" * 8),), tuple(modules))
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    (folder / "trace.json").write_text("mine")
+    with pytest.raises(SaveError, match=r"cannot copy .*/libgone.so into the bundle: No such file or directory"):
+        save_bundle(folder, crash.cpu, [saved], copy_images=True, force=True)
+    assert sorted(p.name for p in folder.rglob("*")) == ["trace.json"] and (folder / "trace.json").read_text() == "mine"
+    with pytest.raises(SaveError):
+        save_bundle(tmp_path / "new" / "deeper", crash.cpu, [saved], copy_images=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no staging folder, no half-made folder
+
+
+def native_items(bundle_path):
+    import native_lldb
+
+    if not native_lldb.available():
+        pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed")
+    return native_lldb.decode_addresses(bundle_path)
+
+
+def our_items(bundle_path):
+    """Per tid, the addresses this plugin decodes from the bundle, oldest first, and ``"gap"`` for each gap."""
+    trace = pt.open_bundle(bundle_path)
+    return {
+        t.tid: [i.address if i.kind == "instruction" else "gap" for i in t.items(forwards=True)] for t in trace.threads
+    }
+
+
+def test_a_live_software_trace_saves_a_bundle_native_lldb_decodes(tmp_path, monkeypatch):
+    """The saved bundle names the CPU the software recorder's packets decode with; native lldb-22 agrees with us."""
+    program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
+    session = Session(tmp_path)
+    try:
+        session.launch(program, "-n main")
+        session.ok("pt start --backend software")
+        session.ok("breakpoint set -n fib")
+        session.handle("continue")
+        session.ok(f"trace save {tmp_path / 'saved'}")
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()
+    bundle = tmp_path / "saved" / "trace.json"
+    cpu = json.loads(bundle.read_text())["cpuInfo"]
+    assert cpu == {"vendor": "GenuineIntel", "family": 6, "model": 85, "stepping": 4}
+    ours = our_items(bundle)
+    [instructions] = ours.values()
+    assert len(instructions) > 200 and "gap" not in instructions
+    assert native_items(bundle) == ours
+
+
+def test_the_intel_pt_backend_names_the_cpu_that_wrote_its_packets(tmp_path, monkeypatch):
+    """Hardware traces name this machine's CPU, as /proc/cpuinfo gives it (a non-Intel CPU is "unknown")."""
+    from lldb_trace.capture import cpu
+    from lldb_trace.live_trace import LiveProcessTrace
+
+    cpuinfo = tmp_path / "cpuinfo"
+    processor = "processor\t: {}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\n"
+    processor += "model name\t: Intel(R) Xeon(R)\nstepping\t: 6\n"
+    cpuinfo.write_text(processor.format(0) + "\n" + processor.format(1).replace("106", "85"))
+    assert cpu.host_cpu(cpuinfo) == CpuInfo("intel", 6, 106, 6)
+    assert cpu.host_cpu(tmp_path / "absent") == CpuInfo("unknown", 0, 0, 0)
+    monkeypatch.setattr(cpu, "CPUINFO_PATH", str(cpuinfo))
+
+    class Backend:
+        def __init__(self, name):
+            self.name = name
+
+    assert LiveProcessTrace(1, "x86_64", [1], [], Backend("intel-pt")).bundle.cpu == CpuInfo("intel", 6, 106, 6)
+    assert LiveProcessTrace(1, "x86_64", [1], [], Backend("software recorder")).bundle.cpu == cpu.SOFTWARE_CPU

@@ -65,9 +65,25 @@ class Module:
 
 
 @dataclass(frozen=True)
+class ThreadStop:
+    """The signal that stopped a thread (an lldb_trace extension of both bundle formats: ``stopReason``).
+
+    ``description`` is how LLDB words the stop (``signal SIGSEGV: address not mapped to object (fault
+    address=0x0)``); ``pc`` is where the thread stood, on the instruction the signal kept from completing.
+    A trace alone cannot tell either: after a system call that raised the signal (``abort()``), tracing
+    stopped at the ``syscall`` while the thread stands after it.
+    """
+
+    signal: int
+    description: str | None = None
+    pc: int | None = None
+
+
+@dataclass(frozen=True)
 class Thread:
     tid: int
     trace: Path | None
+    stop: ThreadStop | None = None
 
     @property
     def trace_size(self):

@@ -1,11 +1,11 @@
 """Writing a trace bundle in LLDB's native intel-pt format (so native ``trace load`` reads it too).
 
-The saver gets plain data (the SaveProcess records below), not LLDB objects:
-the post-mortem path builds them from a loaded bundle, the live path from the
-target's image list and its capture buffers.  PATH is a directory (the bundle
-is PATH/trace.json) or a ``.json`` file (its directory holds the rest).  It
-refuses to overwrite files unless forced, and never writes outside PATH's
-directory.
+The one bundle writer.  It gets plain data (the Save* records below), not LLDB objects: the post-mortem
+path builds them from a loaded bundle, the live path from the target's image list and its capture
+buffers, the recorder from its recording (adding its ground truth and recording.json).  PATH is a
+directory (the bundle is PATH/trace.json) or a ``.json`` file (its directory holds the rest).  The files
+are staged, then put in place at once (bundle.placing), so an error leaves nothing half-written.
+Existing files are refused unless forced, and nothing is written outside PATH's directory.
 """
 
 import json
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LldbTraceError
+from . import placing
+from .model import ThreadStop
 
 _NOT_COPIED = ("/dev/", "/proc/", "/sys/")
 
@@ -30,13 +32,21 @@ class SaveModule:
     load_address: int
     uuid: str | None
     memory: bytes | None = None  # the module's bytes when there is no file to copy
+    copy: bool = False  # copied into the bundle even without copy_images (``record --copy-program``)
+
+
+@dataclass(frozen=True)
+class SaveThread:
+    tid: int
+    trace: bytes | None
+    stop: ThreadStop | None = None
 
 
 @dataclass(frozen=True)
 class SaveProcess:
     pid: int
     triple: str
-    threads: tuple  # (tid, trace bytes or None)
+    threads: tuple  # SaveThread
     modules: tuple  # SaveModule
 
 
@@ -51,34 +61,100 @@ def bundle_paths(path):
 def save_bundle(path, cpu, processes, copy_images=False, force=False, tsc_conversion=None):
     """Write the bundle; returns the bundle file's path."""
     directory, bundle_file = bundle_paths(path)
-    planned = {bundle_file: json.dumps(_document(cpu, processes, copy_images, tsc_conversion), indent=2) + "\n"}
+    write_files(
+        directory, bundle_file.name, bundle_files(bundle_file.name, cpu, processes, copy_images, tsc_conversion), force
+    )
+    return bundle_file
+
+
+def bundle_files(bundle_name, cpu, processes, copy_images=False, tsc_conversion=None):
+    """Every file of the bundle, ``{relative path: text, bytes or the Path of a file to copy}``."""
+    files = {bundle_name: _json(_document(cpu, processes, copy_images, tsc_conversion))}
     for process in processes:
-        for tid, trace in process.threads:
-            if trace is not None:
-                planned[directory / "traces" / f"{tid}.intelpt_trace"] = trace
-    copies = _copies(directory, processes, copy_images)
+        for thread in process.threads:
+            if thread.trace is not None:
+                files[_trace_name(thread.tid)] = thread.trace
+    copies = {_copy_name(m): m for p in processes for m in p.modules if _copied(m, copy_images)}
+    for name, module in copies.items():
+        files[name] = module.memory if module.memory is not None else Path(module.path)
     if copies:
-        copied = {m.system_path: str(target.relative_to(directory)) for target, m in copies.items()}
-        planned[directory / "copied_images.json"] = json.dumps(copied, indent=2) + "\n"
-    targets = [*planned, *copies]
-    for target in targets:
-        _check_inside(directory, target)
-    existing = [str(t) for t in targets if t.exists()]
+        files["copied_images.json"] = _json({module.system_path: name for name, module in copies.items()})
+    return files
+
+
+def write_files(directory, bundle_name, files, force=False, own_folder=None):
+    """Write ``files`` (as :func:`bundle_files` gives them, or a function that writes the file) into ``directory``.
+
+    Existing files are refused unless ``force``.  With ``own_folder`` (the recorder's), ``directory`` is the
+    bundle's own: one that is not empty is refused unless ``force``, then replaced whole if
+    ``own_folder(directory)`` says all it holds is an earlier bundle's, else given the new files beside the rest.
+    """
+    directory = Path(directory)
+    for name in files:
+        _check_inside(directory, directory / name)
+    mode = destination_mode(directory, bundle_name, files, force, own_folder)
+    try:
+        staging = placing.staging_folder(directory, beside=mode != "add")
+    except placing.PlacingError as error:
+        raise SaveError(str(error)) from None
+    try:
+        for name, content in files.items():
+            _write(staging / name, content)
+        if mode == "create":
+            placing.create(staging, directory)
+        elif mode == "exchange":
+            placing.exchange(staging, directory)
+        else:
+            placing.add(staging, directory, files, bundle_name)
+    except OSError as error:
+        shown = str(error.filename or directory).replace(str(staging), str(directory))
+        raise SaveError(f"cannot write {shown}: {error.strerror}") from None
+    except placing.PlacingError as error:
+        raise SaveError(str(error)) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # already gone once placed
+
+
+def destination_mode(directory, bundle_name, files, force, own_folder=None):
+    """How ``files`` go into ``directory``: "create" it, "exchange" its whole content, or "add" them to it.
+
+    Raises SaveError, before anything is written, when they may not go there (see :func:`write_files`).
+    """
+    if not directory.exists():
+        return "create"
+    if not directory.is_dir():
+        raise SaveError(f"{directory} is a file, not a folder: give a folder (or a .json file) to save into")
+    if own_folder is not None:
+        if next(directory.iterdir(), None) is None:
+            return "add"
+        if not force:
+            if (directory / bundle_name).exists():
+                raise SaveError(f"{directory} already holds a bundle ({bundle_name}): add --force to replace it")
+            raise SaveError(f"{directory} is not empty: give a new or empty folder, or add --force to add to it")
+        return "exchange" if own_folder(directory) and not directory.is_symlink() else "add"
+    existing = [str(directory / name) for name in files if (directory / name).exists()]
     if existing and not force:
         raise SaveError(f"{existing[0]} already exists ({len(existing)} files would be overwritten): add --force")
-    try:
-        for target, content in planned.items():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content.encode() if isinstance(content, str) else content)
-        for target, module in copies.items():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if module.memory is not None:
-                target.write_bytes(module.memory)
-            else:
-                shutil.copyfile(module.path, target)
-    except OSError as error:
-        raise SaveError(f"cannot write {error.filename}: {error.strerror}") from None
-    return bundle_file
+    return "add"
+
+
+def _write(target, content):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, Path):
+        try:
+            shutil.copyfile(content, target)
+        except OSError as error:
+            if error.filename != str(content):
+                raise
+            raise SaveError(f"cannot copy {content} into the bundle: {error.strerror}") from None
+    elif callable(content):
+        content(target)
+    else:
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+
+
+def _json(value):
+    return json.dumps(value, indent=2) + "\n"
 
 
 def _check_inside(directory, target):
@@ -87,24 +163,20 @@ def _check_inside(directory, target):
         raise SaveError(f"{target} would be outside {directory}: refusing to write there")
 
 
+def _trace_name(tid):
+    return f"traces/{tid}.intelpt_trace"
+
+
 def _copy_name(module):
-    return Path("modules") / module.system_path.lstrip("/")
+    return str(Path("modules") / module.system_path.lstrip("/"))
 
 
-def _copyable(module):
-    return module.memory is not None or (
-        module.path is not None and not str(module.system_path).startswith(_NOT_COPIED)
-    )
-
-
-def _copies(directory, processes, copy_images):
-    """Files to write into the bundle: every module's with --copy-images; memory-only ones (the vdso) always."""
-    return {
-        directory / _copy_name(m): m
-        for p in processes
-        for m in p.modules
-        if m.memory is not None or (copy_images and _copyable(m))
-    }
+def _copied(module, copy_images):
+    """Memory-only modules (the vdso) are always written; files with --copy-images (or when marked)."""
+    if module.memory is not None:
+        return True
+    wanted = copy_images or module.copy
+    return wanted and module.path is not None and not str(module.system_path).startswith(_NOT_COPIED)
 
 
 def _document(cpu, processes, copy_images, tsc_conversion):
@@ -131,17 +203,30 @@ def _process(process, copy_images):
     modules = []
     for module in process.modules:
         entry = {"systemPath": module.system_path, "loadAddress": f"0x{module.load_address:x}"}
-        if module.memory is not None or (copy_images and _copyable(module)):
-            entry["file"] = str(_copy_name(module))
+        if _copied(module, copy_images):
+            entry["file"] = _copy_name(module)
         elif module.path is not None and str(module.path) != module.system_path:
             entry["file"] = str(module.path)
         if module.uuid:
             entry["uuid"] = module.uuid
         modules.append(entry)
-    threads = []
-    for tid, trace in process.threads:
-        thread = {"tid": tid}
-        if trace is not None:
-            thread["iptTrace"] = f"traces/{tid}.intelpt_trace"
-        threads.append(thread)
-    return {"pid": process.pid, "triple": process.triple, "threads": threads, "modules": modules}
+    return {
+        "pid": process.pid,
+        "triple": process.triple,
+        "threads": [_thread(t) for t in process.threads],
+        "modules": modules,
+    }
+
+
+def _thread(thread):
+    entry = {"tid": thread.tid}
+    if thread.trace is not None:
+        entry["iptTrace"] = _trace_name(thread.tid)
+    stop = thread.stop
+    if stop is not None:
+        entry["stopReason"] = {"signal": stop.signal}
+        if stop.description:
+            entry["stopReason"]["description"] = stop.description
+        if stop.pc is not None:
+            entry["stopReason"]["pc"] = f"0x{stop.pc:x}"
+    return entry

@@ -1,74 +1,71 @@
-"""Writes a Recording as a trace bundle in LLDB's native intel-pt format.
+"""Writes a Recording as a trace bundle: what ``trace save`` writes, plus the recorder's own files.
 
-Layout of OUTDIR: ``trace.json``, ``traces/<tid>.ipt`` (one raw stream per
-thread), ``ground_truth/<tid>.txt``, ``recording.json`` (how it ended), and
-with ``copy_program`` the executable under ``modules/`` so the bundle can move.
+Layout of OUTDIR: the saver's bundle (``trace.json``, ``traces/<tid>.intelpt_trace``, with
+``copy_program`` the executable under ``modules/``), then ``ground_truth/<tid>.txt`` and
+``recording.json`` (how the recording ended, and every file written).  The whole folder appears at
+once; an earlier recording there is replaced only when forced, and a folder holding anything the
+recorder did not write only gets the bundle's files added (see bundle.saver.write_files).
 """
 
 import json
 import os
-import shutil
+from pathlib import Path
 
+from ..bundle.model import TscConversion
+from ..bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, destination_mode, write_files
 from ..elf_info import ElfInfo
+from .cpu import SOFTWARE_CPU
 
-# The CPU named in software-made bundles: decoders (native LLDB's too) refuse an unknown
-# vendor, and the packet scheme is checked to decode exactly with this CPU's errata.
-SOFTWARE_CPU = {"vendor": "GenuineIntel", "family": 6, "model": 85, "stepping": 4}
-
-
-def _module_entry(path, load_address, outdir, copy):
-    entry = {"systemPath": path, "loadAddress": hex(load_address)}
-    if copy:
-        copied = os.path.join("modules", os.path.basename(path))
-        os.makedirs(os.path.join(outdir, "modules"), exist_ok=True)
-        shutil.copy2(path, os.path.join(outdir, copied))
-        entry["file"] = copied
-    build_id = ElfInfo(path).build_id
-    if build_id:
-        entry["uuid"] = build_id
-    return entry
+BUNDLE_FILE = "trace.json"
+RECORDING_FILE = "recording.json"
+TRIPLE = "x86_64-unknown-linux-gnu"
 
 
-def write_bundle(recording, outdir, copy_program=False):
-    """Write the bundle (replacing an earlier one in ``outdir``); returns the path of trace.json."""
-    for owned in ("traces", "ground_truth", "modules"):  # no stale threads from an earlier recording
-        shutil.rmtree(os.path.join(outdir, owned), ignore_errors=True)
-    os.makedirs(os.path.join(outdir, "traces"))
-    os.makedirs(os.path.join(outdir, "ground_truth"))
-    threads = []
-    for tid, flow in recording.threads.items():
-        trace = os.path.join("traces", f"{tid}.ipt")
-        with open(os.path.join(outdir, trace), "wb") as out:
-            out.write(recording.streams[tid])
-        flow.truth.write(os.path.join(outdir, "ground_truth", f"{tid}.txt"))
-        threads.append({"tid": tid, "iptTrace": trace})
-    modules = [
-        _module_entry(path, address, outdir, copy_program and path == recording.program)
+def write_bundle(recording, outdir, copy_program=False, force=False):
+    """Write the bundle into ``outdir``; returns the path of trace.json."""
+    modules = tuple(
+        SaveModule(path, Path(path), address, ElfInfo(path).build_id, copy=copy_program and path == recording.program)
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
-    ]
-    bundle = {
-        "type": "intel-pt",
-        "cpuInfo": SOFTWARE_CPU,
-        "processes": [
-            {"pid": recording.pid, "triple": "x86_64-unknown-linux-gnu", "threads": threads, "modules": modules}
-        ],
-    }
-    if recording.tsc_zero_ns is not None:
-        # The recorder's TSC counts nanoseconds of CLOCK_MONOTONIC.
-        bundle["tscPerfZeroConversion"] = {"timeMult": 1, "timeShift": 0, "timeZero": recording.tsc_zero_ns}
-    path = os.path.join(outdir, "trace.json")
-    with open(path, "w") as out:
-        json.dump(bundle, out, indent=2)
-        out.write("\n")
-    status = {
+    )
+    threads = tuple(SaveThread(tid, recording.streams[tid], recording.stops.get(tid)) for tid in recording.threads)
+    conversion = None
+    if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
+        conversion = TscConversion(1, 0, recording.tsc_zero_ns)
+    process = SaveProcess(recording.pid, TRIPLE, threads, modules)
+    files = bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process], tsc_conversion=conversion)
+    for tid, flow in recording.threads.items():
+        files[f"ground_truth/{tid}.txt"] = flow.truth.write
+    files[RECORDING_FILE] = json.dumps(_status(recording, sorted([*files, RECORDING_FILE])), indent=2) + "\n"
+    write_files(outdir, BUNDLE_FILE, files, force, own_folder=earlier_recording)
+    return os.path.join(outdir, BUNDLE_FILE)
+
+
+def check_outdir(outdir, force=False):
+    """Refuse ``outdir`` before recording, for what would refuse the bundle after it (SaveError)."""
+    destination_mode(Path(outdir), BUNDLE_FILE, (), force, own_folder=earlier_recording)
+
+
+def _status(recording, files):
+    return {
         "program": recording.program,
         "args": recording.args,
         "status": recording.status,
         "detail": recording.detail,
         "instructions": {str(tid): len(flow.truth.addresses) for tid, flow in recording.threads.items()},
         "seconds": round(recording.seconds, 3),
+        "files": files,
     }
-    with open(os.path.join(outdir, "recording.json"), "w") as out:
-        json.dump(status, out, indent=2)
-        out.write("\n")
-    return path
+
+
+def earlier_recording(folder):
+    """True when everything in ``folder`` is a recording's, as its recording.json lists it: it may all go."""
+    try:
+        listed = set(json.loads((Path(folder) / RECORDING_FILE).read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    for root, folders, names in os.walk(folder):
+        links = [name for name in folders if os.path.islink(os.path.join(root, name))]
+        for name in [*names, *links]:
+            if os.path.relpath(os.path.join(root, name), folder) not in listed:
+                return False
+    return True

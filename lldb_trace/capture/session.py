@@ -4,13 +4,16 @@ All traced threads are stepped concurrently (each is re-stepped as soon as
 its step ends), so a thread waiting on another never deadlocks the recording.
 Signals are passed on; a caught one is seen as an asynchronous branch into its
 handler.  The recording ends when a thread reaches the ``until`` symbol (the
-process is then killed), when the process exits, or when it crashes (the
-partial recording is kept and marked).
+process is then killed), when the process exits, when it crashes (the
+partial recording is kept and marked, with the signal that killed the thread
+as that thread's stop), or at Ctrl-C, between two steps.
 """
 
+import contextlib
 import os
 import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -20,6 +23,9 @@ from ..x86_flow import Classifier
 from . import ptrace
 from .flow import FlowOptions, ThreadFlow
 from .process_view import ModuleMap, ProcessMemory, caught_signals
+from .stop_signal import signal_name, stop_of
+
+PROGRESS_STOPS = 4096  # stops between two progress reports
 
 
 class RecordError(LldbTraceError):
@@ -49,6 +55,7 @@ class Recording:
     threads: dict = field(default_factory=dict)  # tid -> ThreadFlow, in creation order
     streams: dict = field(default_factory=dict)  # tid -> bytes
     modules: dict = field(default_factory=dict)  # path -> load address
+    stops: dict = field(default_factory=dict)  # tid -> ThreadStop, for the thread a fatal signal stopped
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
     seconds: float = 0.0
 
@@ -69,15 +76,12 @@ def resolve_program(program):
     return os.path.abspath(path), info
 
 
-def _signal_name(number):
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+class _WaitInterruptedError(Exception):
+    """Ctrl-C while waiting for the next stop."""
 
 
 class _Session:
-    def __init__(self, program, args, info, options):
+    def __init__(self, program, args, info, options, progress=None):
         self.program, self.args, self.info, self.options = program, args, info, options
         self.pid = ptrace.launch(program, args, aslr=options.aslr)
         self.memory = ProcessMemory(self.pid)
@@ -89,6 +93,10 @@ class _Session:
         self.finished = {}
         self.free = set()  # live threads not recorded
         self.status, self.detail = "exited", ""
+        self.delivered = {}  # tid -> ThreadStop of the last signal passed on to it without a handler
+        self.stops = {}
+        self.progress = progress
+        self.interrupted = self.waiting = False
         # A PIE's symbols are file addresses: add where the loader put the file.
         self.bias = (self.modules.bias_of(program) or 0) - info.first_load_vaddr if info.is_pie else 0
         self.until = info.symbol(options.until) + self.bias if options.until else None
@@ -142,10 +150,28 @@ class _Session:
             if flow is not None and not flow.truth.ended:
                 flow.stop(reason)
 
+    def interrupt(self, _signum, _frame):
+        """SIGINT: the run ends before the next stop is handled (a step is never cut in half)."""
+        self.interrupted = True
+        if self.waiting:
+            raise _WaitInterruptedError
+
     def run(self):
         self._start_thread(self.pid)
-        while self.flows or self.free:
-            tid, status = ptrace.wait_any()
+        countdown = PROGRESS_STOPS
+        while (self.flows or self.free) and not self.interrupted:
+            countdown -= 1
+            if not countdown:
+                countdown = PROGRESS_STOPS
+                if self.progress is not None:
+                    self.progress(sum(len(flow.truth.addresses) for flow in self.recorded_threads().values()))
+            try:
+                self.waiting = True
+                tid, status = ptrace.wait_any()
+            except _WaitInterruptedError:
+                break
+            finally:
+                self.waiting = False
             if tid is None:
                 break
             if not os.WIFSTOPPED(status):
@@ -164,6 +190,9 @@ class _Session:
                 continue
             if self._stopped(tid, status):
                 break
+        if self.interrupted:
+            self.status, self.detail = "interrupted", "stopped by the user"
+            self._end_all("interrupted")
 
     def recorded_threads(self):
         """Every recorded thread, ended or still live, in the order they appeared."""
@@ -172,8 +201,11 @@ class _Session:
     def _thread_gone(self, tid, status):
         flow = self.flows.pop(tid, None)
         self.free.discard(tid)
+        delivered = self.delivered.pop(tid, None)
         if os.WIFSIGNALED(status):
-            where = f"killed by {_signal_name(os.WTERMSIG(status))}"
+            if delivered is not None and delivered.signal == os.WTERMSIG(status):
+                self.stops[tid] = delivered  # this thread took the signal; the others died with it
+            where = f"killed by {signal_name(os.WTERMSIG(status))}"
             if flow is not None:
                 where += f" at {flow.current:#x}"
                 flow.stop(where)
@@ -210,6 +242,7 @@ class _Session:
 
     def _deliver(self, tid, flow, sig):
         if not (caught_signals(tid) or 0) >> (sig - 1) & 1:
+            self.delivered[tid] = stop_of(tid, sig, flow.current)
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
         ptrace.step(tid, sig)
@@ -231,25 +264,38 @@ class _Session:
         self.memory.close()
 
 
-def record(program, args=(), options=None):
-    """Record ``program`` and return a Recording (streams, ground truth, modules)."""
+@contextlib.contextmanager
+def _ctrl_c_ends(session):
+    """Ctrl-C ends the session's run cleanly instead of raising KeyboardInterrupt at a random point."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread gets signals
+        return
+    previous = signal.signal(signal.SIGINT, session.interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def record(program, args=(), options=None, progress=None):
+    """Record ``program`` and return a Recording (streams, ground truth, modules, stops).
+
+    ``progress(instructions)`` is called now and then during a long recording.
+    """
     options = options or RecordOptions()
     path, info = resolve_program(program)
     if options.until and info.symbol(options.until) is None:
         raise RecordError(f"{path} has no function symbol '{options.until}'")
     started = time.monotonic()
     try:
-        session = _Session(path, list(args), info, options)
+        session = _Session(path, list(args), info, options, progress)
     except OSError as error:
         raise RecordError(f"cannot run {path}: {error.strerror}") from None
     try:
         session.run_to_start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
-        try:
+        with _ctrl_c_ends(session):
             session.run()
-        except KeyboardInterrupt:
-            session.status, session.detail = "interrupted", "stopped by the user"
-            session._end_all("interrupted")
     finally:
         session.close()
     buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
@@ -257,6 +303,7 @@ def record(program, args=(), options=None):
     recording = Recording(path, list(args), session.pid, session.status, session.detail, threads)
     recording.streams = {tid: flow.finish(buffer_bytes) for tid, flow in threads.items()}
     recording.modules = {p: a for p, a in session.modules.modules.items()}
+    recording.stops = session.stops
     recording.tsc_zero_ns = tsc_zero
     recording.seconds = time.monotonic() - started
     return recording

@@ -2,7 +2,8 @@
 
 import lldb
 
-from ..bundle.saver import SaveModule, SaveProcess, save_bundle
+from ..bundle.model import ThreadStop
+from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
 from ..live_trace import LiveProcessTrace
 from ..target import live
 from .base import TraceCommand
@@ -12,12 +13,12 @@ from .dump import selected_trace
 class SaveCommand(TraceCommand):
     name = "save"
     short_help = "Save the selected target's trace as a bundle in LLDB's native intel-pt format."
-    long_help = (
-        "PATH is a directory (the bundle is PATH/trace.json) or a .json file. One trace file per thread\n"
-        "(named by tid) and every module with its load address and uuid are written; --copy-images also\n"
-        "copies each module file into PATH/modules/ and points the bundle at the copies (skipping /dev,\n"
-        "/proc and /sys), so the bundle loads on another machine. Existing files are not overwritten\n"
-        "without --force, and nothing is written outside PATH."
+    long_help = (  # one line per paragraph: LLDB wraps each line at the terminal's width
+        "\nPATH (the <filename>) is a directory (the bundle is PATH/trace.json) or a .json file. One trace file per"
+        " thread (named by tid) and every module with its load address and uuid are written; --copy-images also"
+        " copies each module file into PATH/modules/ and points the bundle at the copies (skipping /dev, /proc and"
+        " /sys), so the bundle loads on another machine. Existing files are not overwritten without --force, and"
+        " nothing is written outside PATH."
     )
 
     def setup_command_definition(self):
@@ -34,19 +35,33 @@ class SaveCommand(TraceCommand):
         bundle = process_trace.bundle
         process = process_trace.process
         modules = [SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules]
-        if isinstance(process_trace, LiveProcessTrace):
+        is_live = isinstance(process_trace, LiveProcessTrace)
+        if is_live:
             vdso = live.vdso_image(target)
             if vdso is not None:  # no file to copy: its bytes come from the process
                 modules.append(SaveModule("[vdso]", None, vdso[0], None, memory=vdso[1]))
-        saved = SaveProcess(
-            process.pid,
-            process.triple,
-            tuple((tid, process_trace.trace_bytes(tid)) for tid in process_trace.tids),
-            tuple(modules),
+        threads = tuple(
+            SaveThread(
+                tid,
+                process_trace.trace_bytes(tid),
+                _live_stop(target, tid) if is_live else process_trace.thread(tid).stop,
+            )
+            for tid in process_trace.tids
         )
+        saved = SaveProcess(process.pid, process.triple, threads, tuple(modules))
         parser = self.get_parser()
         path = save_bundle(
             args[0], bundle.cpu, [saved], parser.was_set("copy-images"), parser.was_set("force"), bundle.tsc_conversion
         )
         result.AppendMessage(f"Saved the trace of process {process.pid} to {path}")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _live_stop(target, tid):
+    """The signal a live thread stopped for, as LLDB describes it, and its pc; None for any other stop."""
+    thread = target.GetProcess().GetThreadByID(tid)
+    if not thread.IsValid() or thread.GetStopReason() != lldb.eStopReasonSignal:
+        return None
+    return ThreadStop(
+        thread.GetStopReasonDataAtIndex(0), thread.GetStopDescription(256) or None, thread.GetFrameAtIndex(0).GetPC()
+    )

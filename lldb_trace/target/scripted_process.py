@@ -2,9 +2,11 @@
 
 LLDB builds the process from these classes (by dotted name) when a trace
 target is "launched" with the ScriptedProcess plugin.  Each thread is stopped
-at the end of its trace; the only register the trace knows is the pc, so
-that is the only register shown.  Memory is served from the module files:
-code and read-only data are what a trace can vouch for.
+at the end of its trace, or where the bundle says a signal stopped it (with
+that signal as its stop reason, as live LLDB showed it); the only register
+the trace knows is the pc, so that is the only register shown.  Memory is
+served from the module files: code and read-only data are what a trace can
+vouch for.
 """
 
 import struct
@@ -14,8 +16,8 @@ from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
 from . import registry
 
-# SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads whose
-# stop reason is none, trace or processor-trace, so a signal it must be.
+# Without a recorded signal: SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads
+# whose stop reason is none, trace or processor-trace, so a signal it must be.
 _STOPPED = {"type": lldb.eStopReasonSignal, "data": {"signal": 19}}
 
 _PC_ONLY = {
@@ -80,16 +82,24 @@ class TraceThread(ScriptedThread):
         self.tid = tid
         self.idx = index
         self.trace = process.trace
+        self.stop = self.trace.thread(tid).stop
 
     def get_register_info(self):
         self.register_info = _PC_ONLY
         return _PC_ONLY
 
     def _pc(self):
+        if self.stop is not None and self.stop.pc is not None:
+            return self.stop.pc
         return self.trace.end_ip(self.tid) or 0
 
     def get_stop_reason(self):
-        return _STOPPED
+        if self.stop is None:
+            return _STOPPED
+        data = {"signal": self.stop.signal}
+        if self.stop.description:
+            data["desc"] = self.stop.description
+        return {"type": lldb.eStopReasonSignal, "data": data}
 
     def get_stackframes(self):
         return [{"idx": 0, "pc": self._pc()}]

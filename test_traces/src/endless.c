@@ -1,0 +1,16 @@
+/* Loops until it is stopped.  With an argument N it sends SIGINT to its parent (the recorder) once,
+ * after N rounds: a Ctrl-C that comes at a fixed point of the program's own progress. */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+volatile unsigned long rounds;
+
+int main(int argc, char **argv) {
+  unsigned long interrupt_at = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
+  for (;;) {
+    rounds++;
+    if (rounds == interrupt_at)
+      kill(getppid(), SIGINT);
+  }
+}
