@@ -3,6 +3,12 @@
 from dataclasses import fields
 
 from . import libipt
+from .decode.truncation import cut_at, packet_name
+from .errors import LldbTraceError
+
+
+class TruncatedStreamError(LldbTraceError):
+    """The stream ends inside a packet: the file was cut short."""
 
 
 def _value(value):
@@ -17,7 +23,7 @@ def _value(value):
 
 def describe(packet):
     """``name  field=value ...`` for one packet."""
-    name = packet.TYPE.name.lower().replace("_", ".")
+    name = packet_name(packet.TYPE)
     if isinstance(packet, libipt.packets.Tnt8 | libipt.packets.Tnt64):
         bits = "".join("!" if taken else "." for taken in packet.taken())
         return f"{name:<8} {bits}"
@@ -29,7 +35,8 @@ def iter_lines(trace):
     """Lines ``offset  packet`` for every packet after the first PSB; errors resync.
 
     A decode error becomes an ``error`` line and decoding resumes at the next
-    PSB, so corrupt streams are listed as far as they can be.
+    PSB, so corrupt streams are listed as far as they can be.  A stream that
+    ends inside a packet raises TruncatedStreamError once every line is out.
     """
     with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
         try:
@@ -43,6 +50,10 @@ def iter_lines(trace):
                 packet = decoder.next()
             except libipt.LibiptError as error:
                 if error.code == libipt.ErrorCode.EOS:
+                    if offset < len(trace):
+                        raise TruncatedStreamError(
+                            f"the stream ends inside {cut_at(trace, offset).describe()}: the file is truncated"
+                        ) from None
                     return
                 yield f"{offset:#010x}  error    {error.text} ({error.status})"
                 try:

@@ -6,6 +6,7 @@ breaks it in one way and names a fragment the one-line error must contain.
 """
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,6 +105,44 @@ def _bundle_is_a_bare_directory(path, document):
     path.unlink()
 
 
+def _fifo(relative):
+    """``relative`` (the bundle itself, a trace, a module) replaced by a named pipe: opening it would block."""
+
+    def breaks(path, document):
+        target = path.parent / relative
+        target.unlink()
+        os.mkfifo(target)
+        return None if target == path else document
+
+    return breaks
+
+
+def _module_copy_at(address):
+    """A second module, a copy of the first under another name, loaded at ``address``."""
+
+    def breaks(path, document):
+        shutil.copy(path.parent / "modules" / "static", path.parent / "modules" / "copy")
+        copy = {**_module(document), "file": "modules/copy", "loadAddress": address}
+        document["processes"][0]["modules"].append(copy)
+        return document
+
+    return breaks
+
+
+def _module_bytes(change):
+    def breaks(path, document):
+        module = path.parent / "modules" / "static"
+        module.write_bytes(change(bytearray(module.read_bytes())))
+        return document
+
+    return breaks
+
+
+def _no_program_headers(data):
+    data[56:58] = (0).to_bytes(2, "little")  # e_phnum: no segments, as in an object or debug-info file
+    return bytes(data)
+
+
 def _second_process(document):
     document["processes"].append({**document["processes"][0], "pid": 1, "threads": [{"tid": TID}]})
 
@@ -111,6 +150,12 @@ def _second_process(document):
 def _per_cpu(document):
     document["cpus"] = [{"id": 0, "iptTrace": f"traces/{TID}.ipt", "contextSwitchTrace": f"traces/{TID}.ipt"}]
     document["tscPerfZeroConversion"] = {"timeMult": 1, "timeShift": 0, "timeZero": 0}
+
+
+def _two_cpus_with_one_id(document):
+    _per_cpu(document)
+    _thread(document).pop("iptTrace")
+    document["cpus"].append(dict(document["cpus"][0]))
 
 
 def _per_cpu_missing_switches(document):
@@ -214,6 +259,123 @@ CASES = [
         "RFC bundle with LLDB's vendor name",
         lambda p, d: to_rfc(d) | {"trace": {**to_rfc(d)["trace"], "pt_cpu": {**d["cpuInfo"]}}},
         'trace.pt_cpu.vendor: expected one of "intel", "unknown", got "GenuineIntel"',
+    ),
+    # Bundles that loaded (or hung, or crashed) before issue 14.
+    Case(
+        "the same module twice",
+        _module_copy_at("0x400000"),
+        "processes[0].modules[1].loadAddress: {folder}/modules/copy at 0x400000-0x4020b4 overlaps "
+        "processes[0].modules[0], {folder}/modules/static at 0x400000-0x4020b4: each module needs addresses",
+    ),
+    Case(
+        "modules overlapping by a page",
+        _module_copy_at("0x402000"),
+        "processes[0].modules[1].loadAddress: {folder}/modules/copy at 0x402000-0x4040b4 overlaps "
+        "processes[0].modules[0], {folder}/modules/static at 0x400000-0x4020b4",
+    ),
+    Case(
+        "neither processes nor kernel",
+        _edit(lambda d: d.pop("processes")),
+        'processes: required (with at least one process) when "kernel" is not provided',
+    ),
+    Case(
+        "no process and no kernel",
+        _edit(lambda d: d.update(processes=[])),
+        'processes: required (with at least one process) when "kernel" is not provided',
+    ),
+    Case(
+        "tid of 2**70",
+        _edit(lambda d: _thread(d).update(tid=2**70)),
+        "processes[0].threads[0].tid: expected a value <= 2147483647, got 1180591620717411303424 (a Linux pid or tid",
+    ),
+    Case("pid 0", _edit(lambda d: d["processes"][0].update(pid=0)), "processes[0].pid: expected a value >= 1, got 0"),
+    Case("tid as a float", _edit(lambda d: _thread(d).update(tid=5668.0)), "tid: expected an integer, got 5668.0"),
+    Case(
+        "timeMult 0",
+        _edit(lambda d: d.update(tscPerfZeroConversion={"timeMult": 0, "timeShift": 0, "timeZero": 0})),
+        "tscPerfZeroConversion.timeMult: expected a value >= 1, got 0 (perf's time_mult",
+    ),
+    Case(
+        "timeShift 64",
+        _edit(lambda d: d.update(tscPerfZeroConversion={"timeMult": 1, "timeShift": 64, "timeZero": 0})),
+        "tscPerfZeroConversion.timeShift: expected a value <= 63, got 64",
+    ),
+    Case(
+        "timeZero past 64 bits",
+        _edit(lambda d: d.update(tscPerfZeroConversion={"timeMult": 1, "timeShift": 0, "timeZero": str(2**64)})),
+        'tscPerfZeroConversion.timeZero: "18446744073709551616" does not fit in 64 bits',
+    ),
+    Case(
+        "loadAddress past 64 bits",
+        _edit(lambda d: _module(d).update(loadAddress="0x10000000000000000")),
+        'processes[0].modules[0].loadAddress: "0x10000000000000000" does not fit in 64 bits',
+    ),
+    Case(
+        "module at the top of the address space",
+        _edit(lambda d: _module(d).update(loadAddress="0xfffffffffffff000")),
+        "processes[0].modules[0].loadAddress: {folder}/modules/static (8372 bytes) at 0xfffffffffffff000 would run "
+        "past the end of the 64-bit address space",
+    ),
+    Case(
+        "trace of 1 MB of zeros",
+        _file_replaced(f"traces/{TID}.ipt", content=bytes(1 << 20)),
+        f"processes[0].threads[0].iptTrace: {{folder}}/traces/{TID}.ipt holds zero bytes only (PAD packets) in its "
+        "1048576 bytes: no instruction can be decoded from it",
+    ),
+    Case(
+        "trace without a PSB",
+        _file_replaced(f"traces/{TID}.ipt", content=bytes(range(1, 256)) * 16),
+        f"{{folder}}/traces/{TID}.ipt holds no PSB packet, where decoding starts, in its 4080 bytes",
+    ),
+    Case("bundle is a named pipe", _fifo("trace.json"), "{folder}/trace.json is a named pipe (FIFO), not a bundle"),
+    Case(
+        "trace is a named pipe",
+        _fifo(f"traces/{TID}.ipt"),
+        f"processes[0].threads[0].iptTrace: trace file {{folder}}/traces/{TID}.ipt is a named pipe (FIFO), not a file",
+    ),
+    Case(
+        "module is a named pipe",
+        _fifo("modules/static"),
+        "processes[0].modules[0].file: module {folder}/modules/static is a named pipe (FIFO), not a file",
+    ),
+    Case(
+        "module is /dev/zero",
+        _edit(lambda d: _module(d).update(file="/dev/zero")),
+        "processes[0].modules[0].file: module /dev/zero is a character device, not a file",
+    ),
+    Case(
+        "module that cannot be read",
+        _edit(lambda d: _module(d).update(file="/proc/self/mem")),
+        "processes[0].modules[0].file: cannot read /proc/self/mem: ",
+    ),
+    Case(
+        "truncated module",
+        _module_bytes(lambda data: bytes(data[:5000])),
+        "processes[0].modules[0].file: {folder}/modules/static is a damaged (truncated?) ELF file",
+    ),
+    Case(
+        "module without program headers",
+        _module_bytes(_no_program_headers),
+        "processes[0].modules[0].file: {folder}/modules/static has no loadable segments (PT_LOAD)",
+    ),
+    Case(
+        "JSON nested too deeply", _write_text("[" * 100_000), "trace.json: JSON nested too deeply to be a trace bundle"
+    ),
+    Case(
+        "process without threads",
+        _edit(lambda d: d["processes"][0].update(threads=[])),
+        "processes[0].threads: expected at least 1 item, got []",
+    ),
+    Case(
+        "process without modules",
+        _edit(lambda d: d["processes"][0].update(modules=[])),
+        "processes[0].modules: expected at least 1 item, got [] (every module the threads ran code of",
+    ),
+    Case("two cpus with one id", _edit(_two_cpus_with_one_id), "cpus[1].id: cpu 0 appears twice (also at cpus[0].id)"),
+    Case(
+        "RFC bundle without processes",
+        lambda p, d: to_rfc(d) | {"processes": []},
+        "processes: expected at least 1 item, got []",
     ),
     Case(
         "RFC thread without traceFile",

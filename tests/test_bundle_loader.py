@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -17,11 +18,25 @@ from lldb_trace.elf_info import ElfInfo
 COMMITTED = sorted(p.parent.name for p in (ROOT / "test_traces").glob("*/trace.json"))
 
 
+class LoadHungError(Exception):
+    """The loader blocked (on a named pipe, say) instead of refusing the bundle."""
+
+
+def _hung(_signum, _frame):
+    raise LoadHungError("load_bundle did not return within 60 s")
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_broken_bundle_is_one_line_naming_the_fault(tmp_path, case):
     path, expected = break_bundle(tmp_path, case)
-    with pytest.raises(BundleError) as caught:
-        load_bundle(path)
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(60)  # a loader that opens a named pipe would block forever: fail instead
+    try:
+        with pytest.raises(BundleError) as caught:
+            load_bundle(path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     message = str(caught.value)
     assert "\n" not in message
     assert expected in message, message
@@ -150,3 +165,30 @@ def test_tsc_conversion_matches_perf_formula_for_large_values():
     conversion = TscConversion(time_mult=1_234_567, time_shift=21, time_zero=10**18)
     tsc = 0xFFFF_FFFF_FFFF
     assert conversion.to_ns(tsc) == 10**18 + (tsc * 1_234_567 >> 21)
+
+
+def test_a_kernel_bundle_needs_no_processes(tmp_path):
+    """'processes' is required only when 'kernel' is not provided (native LLDB's rule); both forms load."""
+    path = make_good_bundle(tmp_path)
+    native = json.loads(path.read_text())
+    kernel = {"file": "modules/static"}
+    for document in ({"type": "intel-pt", "cpuInfo": native["cpuInfo"], "kernel": kernel}, {**native, "processes": []}):
+        document.setdefault("kernel", kernel)
+        path.write_text(json.dumps(document))
+        bundle = load_bundle(path)
+        assert bundle.processes == () and bundle.kernel.path == tmp_path / "modules" / "static"
+
+
+def test_modules_side_by_side_and_ids_at_their_bounds_load(tmp_path):
+    path = make_good_bundle(tmp_path)
+    document = json.loads(path.read_text())
+    module = document["processes"][0]["modules"][0]
+    span = ElfInfo(STATIC / "modules" / "static").load_span
+    after = (0x400000 + span + 0xFFF) & ~0xFFF  # the next page after the first copy: touching, not overlapping
+    top = (1 << 64) - ((span + 0xFFF) & ~0xFFF)  # the last pages of the address space
+    document["processes"][0]["modules"] += [{**module, "loadAddress": hex(after)}, {**module, "loadAddress": top}]
+    document["processes"][0]["pid"] = document["processes"][0]["threads"][0]["tid"] = 2**31 - 1
+    path.write_text(json.dumps(document))
+    process = load_bundle(path).processes[0]
+    assert [m.load_address for m in process.modules] == [0x400000, after, top]
+    assert process.pid == process.threads[0].tid == 2**31 - 1

@@ -8,6 +8,7 @@ from bundle_cases import to_rfc
 from conftest import ROOT
 
 from lldb_trace.bundle import SchemaError, render_schema, schema, schema_names
+from lldb_trace.bundle.schemas import validate
 
 COMMITTED = sorted(ROOT.glob("test_traces/*/trace.json"))
 
@@ -54,3 +55,45 @@ def test_native_rendering_has_per_cpu_and_kernel_parts():
 def test_unknown_schema_names_the_known_ones():
     with pytest.raises(SchemaError, match=r"^no trace schema named 'perf': the schemas are intel-pt, intel-pt-lldb$"):
         schema("perf")
+
+
+def test_native_rendering_says_when_processes_are_required():
+    assert (
+        '// - "processes" is required (with at least one process) when "kernel" is not provided: '
+        "a bundle with neither traces nothing." in render_schema("intel-pt-lldb").splitlines()
+    )
+
+
+@pytest.mark.parametrize(
+    "address, fits",
+    [
+        (2**64 - 1, True),
+        ("0xFFFFFFFFFFFFFFFF", True),
+        ("18446744073709551615", True),
+        ("0x" + "0" * 60 + "1", True),  # leading zeros are no part of the value
+        (2**64, False),
+        ("18446744073709551616", False),
+        ("9" * 5000, False),  # past what Python parses as a decimal string, yet a one-line error
+    ],
+)
+def test_addresses_must_fit_in_64_bits(address, fits):
+    document = json.loads(COMMITTED[0].read_text())
+    document["processes"][0]["modules"][0]["loadAddress"] = address
+    if fits:
+        validate(document, "intel-pt-lldb")
+    else:
+        with pytest.raises(SchemaError, match=r"^processes\[0\]\.modules\[0\]\.loadAddress: .* does not fit in 64"):
+            validate(document, "intel-pt-lldb")
+
+
+@pytest.mark.parametrize("where", ["cpuInfo.family", "processes.0.pid", "processes.0.threads.0.tid"])
+def test_an_integer_written_as_a_float_is_refused(where):
+    """JSON Schema itself counts 6.0 as an integer; the loader would then hand LLDB a float."""
+    document = json.loads(COMMITTED[0].read_text())
+    *parents, key = [int(part) if part.isdigit() else part for part in where.split(".")]
+    node = document
+    for part in parents:
+        node = node[part]
+    node[key] = float(node[key])
+    with pytest.raises(SchemaError, match=r": expected an integer, got \d+\.0$"):
+        validate(document, "intel-pt-lldb")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from ..elf_info import ElfInfo, NotAnElfError
 from ..errors import LldbTraceError
-from .model import Bundle, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, TscConversion
-from .schemas import SchemaError, validate
+from .file_checks import not_a_regular_file, psb_search
+from .model import Bundle, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, ThreadStop, TscConversion
+from .schemas import UINT64_MAX, SchemaError, address_value, validate
 
 DEFAULT_TRIPLE = "x86_64-unknown-linux-gnu"
 DEFAULT_KERNEL_LOAD_ADDRESS = 0xFFFFFFFF81000000
@@ -31,6 +32,8 @@ def load_bundle(path):
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise BundleError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None
+    except RecursionError:
+        raise BundleError(f"{path}: JSON nested too deeply to be a trace bundle") from None
     schema_name = _schema_name(path, document)
     try:
         validate(document, schema_name)
@@ -47,6 +50,9 @@ def _bundle_file(path):
                 f"{path} is a directory without a {BUNDLE_FILE_IN_DIRECTORY}: give the bundle's JSON file"
             )
         return inside
+    kind = path.exists() and not_a_regular_file(path)
+    if kind:
+        raise BundleError(f"{path} is {kind}, not a bundle file: give the bundle's JSON file")
     return path
 
 
@@ -75,8 +81,8 @@ def _schema_name(path, document):
 
 
 def parse_address(value):
-    """An address given as an int, a decimal string or a 0x-prefixed hex string."""
-    return value if isinstance(value, int) else int(value, 16 if value[:2].lower() == "0x" else 10)
+    """An address given as an int, a decimal string or a 0x-prefixed hex string (the schema checked its form)."""
+    return address_value(value)
 
 
 def normalize_uuid(text):
@@ -123,7 +129,23 @@ class _Builder:
         self._claim(f"{where}.pid", "pid", process["pid"])
         threads = tuple(self._thread(f"{where}.threads[{i}]", t, per_cpu) for i, t in enumerate(process["threads"]))
         modules = tuple(self._module(f"{where}.modules[{i}]", m, arch) for i, m in enumerate(process["modules"]))
+        self._check_disjoint(f"{where}.modules", modules)
         return Process(process["pid"], triple, threads, modules)
+
+    def _check_disjoint(self, where, modules):
+        """Modules of one process cannot share addresses: the decoder would find only one of them there."""
+        spans = sorted((m.load_address, m.load_address + m.size, k) for k, m in enumerate(modules) if m.size)
+        widest = None  # the span reaching furthest so far
+        for span in spans:
+            if widest and span[0] < widest[1]:
+                first, second = sorted((widest, span), key=lambda s: s[2])
+                shown = [f"{modules[s[2]].path} at {s[0]:#x}-{s[1]:#x}" for s in (first, second)]
+                raise BundleError(
+                    f"{self.path}: {where}[{second[2]}].loadAddress: {shown[1]} overlaps {where}[{first[2]}], "
+                    f"{shown[0]}: each module needs addresses of its own; fix one of the loadAddress values"
+                )
+            if widest is None or span[1] > widest[1]:
+                widest = span
 
     def _claim(self, where, kind, number):
         first = self.owners.setdefault((kind, number), where)
@@ -132,14 +154,19 @@ class _Builder:
 
     def _thread(self, where, thread, per_cpu):
         self._claim(f"{where}.tid", "tid", thread["tid"])
+        stop = thread.get("stopReason")
+        if stop is not None:
+            pc = parse_address(stop["pc"]) if "pc" in stop else None
+            stop = ThreadStop(stop["signal"], stop.get("description"), pc)
         key = "iptTrace" if self.native else "traceFile"
         if key not in thread:
-            return Thread(thread["tid"], None)
+            return Thread(thread["tid"], None, stop)
         if per_cpu:
             raise BundleError(f"{self.path}: {where}.{key}: a bundle with per-cpu traces ('cpus') has no thread traces")
-        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]))
+        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]), stop)
 
     def _cpu(self, where, cpu):
+        self._claim(f"{where}.id", "cpu", cpu["id"])
         return CpuTrace(
             cpu["id"],
             self._trace_file(f"{where}.iptTrace", cpu["iptTrace"]),
@@ -148,8 +175,16 @@ class _Builder:
 
     def _trace_file(self, where, name):
         path = self._file(where, name, "trace file")
-        if path.stat().st_size == 0:
+        size = path.stat().st_size
+        if size == 0:
             raise BundleError(f"{self.path}: {where}: {path} is empty: the capture recorded no trace here")
+        has_psb, all_zero = psb_search(path)
+        if not has_psb:
+            what = "zero bytes only (PAD packets)" if all_zero else "no PSB packet, where decoding starts,"
+            raise BundleError(
+                f"{self.path}: {where}: {path} holds {what} in its {size} bytes: no instruction can be decoded "
+                "from it; is it the raw Intel PT trace?"
+            )
         return path
 
     def _file(self, where, name, what, fix="fix the path"):
@@ -157,8 +192,9 @@ class _Builder:
         path = (self.path.parent / name).absolute()
         if not path.exists():
             raise BundleError(f"{self.path}: {where}: {what} {path} does not exist: {fix}")
-        if path.is_dir():
-            raise BundleError(f"{self.path}: {where}: {what} {path} is a directory, not a file")
+        kind = not_a_regular_file(path)
+        if kind:
+            raise BundleError(f"{self.path}: {where}: {what} {path} is {kind}, not a file: {fix}")
         try:
             with open(path, "rb"):
                 pass
@@ -182,16 +218,29 @@ class _Builder:
                 f"{self.path}: {where}.uuid: {path} has build-id {build_id}, not {normalize_uuid(uuid)}: "
                 "it is not the binary that ran; set 'file' to a copy of the original"
             )
+        if not elf.segments:
+            raise BundleError(
+                f"{self.path}: {where}.{key}: {path} has no loadable segments (PT_LOAD): it is not a program "
+                "or shared library (an object or debug-info file?); point it at the module that ran"
+            )
         load_address = parse_address(module["loadAddress"])
+        if load_address + elf.load_span > UINT64_MAX + 1:
+            raise BundleError(
+                f"{self.path}: {where}.loadAddress: {path} ({elf.load_span} bytes) at {load_address:#x} would run "
+                "past the end of the 64-bit address space"
+            )
         return Module.from_elf(module["systemPath"], path, elf, load_address, uuid)
 
     def _elf(self, where, path):
         try:
             return ElfInfo(path)
         except NotAnElfError:
-            raise BundleError(
-                f"{self.path}: {where}: {path} is not an ELF file: point it at the module's binary"
-            ) from None
+            with open(path, "rb") as file:
+                damaged = file.read(4) == b"\x7fELF"
+            what = "a damaged (truncated?) ELF file" if damaged else "not an ELF file"
+            raise BundleError(f"{self.path}: {where}: {path} is {what}: point it at the module's binary") from None
+        except OSError as error:
+            raise BundleError(f"{self.path}: {where}: cannot read {path}: {error.strerror}") from None
 
     def _kernel(self, kernel):
         path = self._file("kernel.file", kernel["file"], "kernel image")

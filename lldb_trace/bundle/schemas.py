@@ -1,6 +1,7 @@
 """The bundle JSON Schemas shipped in ``schemas/``: lookup, validation with JSON-path errors, rendering."""
 
 import json
+import re
 from functools import cache
 from importlib import resources
 
@@ -9,6 +10,39 @@ import jsonschema
 from ..errors import LldbTraceError
 
 SCHEMA_DIR = resources.files("lldb_trace") / "schemas"
+UINT64_MAX = (1 << 64) - 1
+_ADDRESS = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
+_FORMATS = jsonschema.FormatChecker([])
+
+
+def address_value(value):
+    """An address given as an int, a decimal string or a 0x-prefixed hex string (leading zeros allowed)."""
+    if isinstance(value, int):
+        return value
+    hexadecimal = value[:2].lower() == "0x"
+    digits = (value[2:] if hexadecimal else value).lstrip("0")
+    if len(digits) > 40:  # far past 64 bits; Python refuses to parse decimal strings of over 4300 digits
+        return UINT64_MAX + 1
+    return int(digits or "0", 16 if hexadecimal else 10)
+
+
+@_FORMATS.checks("uint64")
+def _fits_64_bits(value):
+    """An address below 2**64; what is not an address at all is for type and pattern to reject."""
+    if isinstance(value, str) and not _ADDRESS.fullmatch(value):
+        return True
+    return not isinstance(value, int | str) or address_value(value) <= UINT64_MAX
+
+
+def _is_integer(_checker, instance):
+    """JSON Schema counts 5.0 as an integer; a pid, a size or an address written as a float is a mistake."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
 
 
 class SchemaError(LldbTraceError):
@@ -30,7 +64,7 @@ def schema(name):
 
 def validate(document, name):
     """Raise SchemaError naming the JSON path of the most relevant violation of schema ``name``."""
-    validator = jsonschema.Draft202012Validator(schema(name))
+    validator = _Validator(schema(name), format_checker=_FORMATS)
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         raise SchemaError(describe(error))
@@ -56,9 +90,11 @@ def describe(error):
     """One line for a jsonschema ValidationError: the JSON path, what was expected, what was found."""
     path = json_path(error.absolute_path)
     kind, expected, found = error.validator, error.validator_value, error.instance
+    conditional = "then" in error.relative_schema_path  # a rule that holds only in some bundles: say which
     if kind == "required":
         missing = next(key for key in expected if key not in found)
-        return f"{json_path([*error.absolute_path, missing])}: required but missing"
+        why = error.schema["description"] if conditional else "required but missing"
+        return f"{json_path([*error.absolute_path, missing])}: {why}"
     if kind == "additionalProperties":
         known = list(error.schema.get("properties", {}))
         extra = next(key for key in found if key not in known)
@@ -79,13 +115,23 @@ def describe(error):
     if kind == "pattern":
         wanted = error.schema.get("description", f"a string matching {expected}").rstrip(".")
         return f"{path}: expected {wanted[0].lower() + wanted[1:]}, got {_shown(found)}"
-    if kind == "minimum":
-        return f"{path}: expected a value >= {expected}, got {_shown(found)}"
-    if kind == "maximum":
-        return f"{path}: expected a value <= {expected}, got {_shown(found)}"
+    if kind == "minItems" and conditional:
+        return f"{path}: {error.schema['description']}"
+    if kind in ("minimum", "maximum", "minItems"):
+        wanted = {"minimum": f"a value >= {expected}", "maximum": f"a value <= {expected}"}.get(kind)
+        wanted = wanted or f"at least {expected} item{'s' if expected > 1 else ''}"
+        return f"{path}: expected {wanted}, got {_shown(found)}{_why(error.schema)}"
+    if kind == "format":
+        return f"{path}: {_shown(found)} does not fit in 64 bits (at most {UINT64_MAX:#x})"
     if kind == "minLength":
         return f"{path}: expected a non-empty string"
     return f"{path}: {error.message}"
+
+
+def _why(node):
+    """`` (the node's description)`` for a bound that needs explaining: only single-typed nodes carry one."""
+    text = node.get("description", "") if isinstance(node.get("type"), str) else ""
+    return f" ({text[0].lower()}{text[1:].rstrip('.')})" if text else ""
 
 
 def render_schema(name):
@@ -94,6 +140,8 @@ def render_schema(name):
     lines = [f"// {document['title']}", *_render(document, document, 0, ""), "// Notes:"]
     lines.append("// - All paths are either absolute or relative to the bundle file.")
     lines.append("// - A module's 'file' is read when present, else its 'systemPath'.")
+    if "then" in document:  # a rule that holds only in some bundles
+        lines += [f'// - "{key}" is {document["then"]["description"]}.' for key in document["then"]["required"]]
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ def decode_thread_trace(trace, cpu, image, expander, workers=1):
     if workers > 1 and len(trace) >= PIECE_MIN_BYTES:
         parts = decode_pieces(trace, cpu, image, expander, workers)
     else:
-        parts = [decode_part(trace, cpu, image)]
+        parts = [decode_part(trace, cpu, image, expander)]
     return DecodedThread(parts, time.perf_counter() - started)
 
 

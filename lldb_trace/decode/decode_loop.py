@@ -6,12 +6,15 @@ as little Python per block as possible: one ctypes call, and a copy of the raw
 batches (and before every event, so events and gaps land at the right item
 index).  Errors become gap items and decoding resumes at the next PSB, as
 libipt allows, so one bad packet costs one gap, not the rest of the trace.
+A trace file that ends inside a packet ends with a gap that says it was
+truncated (truncation.py).
 """
 
 from .. import libipt
 from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
 from ..libipt.config import BLOCK_ENABLE_TICK_EVENTS, BLOCK_END_ON_CALL
 from .decoded_thread import DecodedPart
+from .truncation import find_cut
 
 DECODER_FLAGS = BLOCK_ENABLE_TICK_EVENTS | BLOCK_END_ON_CALL  # timestamps as events; calls end blocks
 _BATCH = range(4096)  # blocks decoded between bookkeeping steps
@@ -21,12 +24,21 @@ _LOST = "overflow: the trace lost the instructions that ran here"
 _EOS = -int(ErrorCode.EOS)
 
 
-def decode_part(trace, cpu, image, offset_base=0, finish=True):
-    """Decode all of ``trace`` into one DecodedPart; gap offsets are reported plus ``offset_base``."""
+def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, file_end=True):
+    """Decode all of ``trace`` into one DecodedPart; gap offsets are reported plus ``offset_base``.
+
+    With ``file_end``, the end of ``trace`` is the end of the thread's trace
+    file, so a packet cut there marks the file truncated.  The ``expander``
+    (the process's code) lets that drop what libipt walked past the last
+    complete packet; without it the walked run is kept.
+    """
     part = DecodedPart(offset_base)
     config = libipt.Config(trace, cpu, flags=DECODER_FLAGS)
     with libipt.BlockDecoder(config, image) as decoder:
         _decode_all(decoder, part)
+    cut = find_cut(trace) if file_end else None
+    if cut is not None:
+        part.end_truncated(cut, expander)
     if finish:
         part.finish()
     return part

@@ -20,7 +20,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 
-from ..libipt import EventType, InsnClass
+from ..libipt import ErrorCode, EventType, InsnClass
 
 CHECKPOINT_SPACING = 64
 NO_IP = (1 << 64) - 1  # an event whose ip libipt suppressed
@@ -74,6 +74,7 @@ class DecodedPart:
         self.instruction_count = 0
         self.end_ip = None
         self._last_end = None  # the last instruction's address
+        self.truncation = None  # a truncation.Cut when the trace file ends inside a packet
 
     # -- size -------------------------------------------------------------------------
 
@@ -197,6 +198,30 @@ class DecodedPart:
             keep -= min(keep, size)
         self.end_ip = self._last_end = self._last_instruction_ip(expander)
 
+    def end_truncated(self, cut, expander):
+        """End the part with a gap saying the trace ends inside a packet (a truncation.Cut).
+
+        The straight-line run libipt walked past the last complete packet is dropped,
+        unless the cut packet is the one the run's last branch needed: the thread may
+        have stopped anywhere in it (a cut FUP).  It is then shown at the run's first
+        instruction, which it reached.  A final end-of-stream gap becomes this gap.
+        """
+        cut = self.truncation = replace(cut, offset=self.trace_offset + cut.offset)  # in the whole trace
+        text = f"the trace is truncated: it ends inside {cut.describe()}; what the thread ran next is unknown"
+        if self.entries and not self.block_sizes[self.entries[-1]] and self.gaps[-1].code == ErrorCode.EOS:
+            self.gaps[-1] = replace(self.gaps[-1], text=text, offset=cut.offset)
+            return
+        chain = [] if cut.proves_run or expander is None else self._trailing_chain(expander)
+        if chain:
+            for _ in chain:
+                self._pop_entry()
+            while self.tsc_items and self.tsc_items[-1] > self.item_count:
+                self.tsc_items.pop()
+                self.tsc_values.pop()
+            self._last_end = self._last_instruction_ip(expander)
+            self.end_ip = self.block_ips[chain[0]]
+        self.add_gap(ErrorCode.EOS, text, cut.offset - self.trace_offset)
+
     def _trailing_chain(self, expander, limit=4096):
         """The last blocks, back to the first one after an instruction that read trace (or an event, or a gap)."""
         entries, sizes = self.entries, self.block_sizes
@@ -311,6 +336,11 @@ class DecodedThread:
     @property
     def memory_bytes(self):
         return sum(part.memory_bytes for part in self.parts)
+
+    @property
+    def truncation(self):
+        """The truncation.Cut where the trace file ends inside a packet, or None (only the last part's end counts)."""
+        return self.parts[-1].truncation if self.parts else None
 
     @property
     def error_count(self):

@@ -11,7 +11,8 @@ end-of-stream error when the PSB precedes a branch; a doubled instruction
 when a piece ends in disable/enable).  Here each piece is decoded up to the
 next piece's PSB, its overrun trimmed at the ip where the next piece resumes,
 and a piece's end of stream is no error: tests check the joined result
-against a single pass.
+against a single pass.  Only the last piece ends where the file does, so only
+its end can be a truncated file's (a packet cut short).
 """
 
 import contextlib
@@ -41,13 +42,29 @@ def psb_offsets(trace):
 
 
 def resume_ip(trace, cpu, offset):
-    """The ip at which decoding resumes from the PSB at ``offset`` (its FUP), or None if tracing was off."""
+    """The ip at which decoding resumes from the PSB at ``offset`` (its FUP), or None if tracing was off.
+
+    Raises LibiptError when the PSB+ there cannot be read (corrupt, or cut off by the end of the file).
+    """
     with libipt.QueryDecoder(libipt.Config(trace, cpu)) as decoder:
-        try:
-            status, ip = decoder.sync_set(offset)
-        except LibiptError:
-            return None
+        status, ip = decoder.sync_set(offset)
     return None if status & StatusFlag.IP_SUPPRESSED else ip
+
+
+def _resumable_cuts(trace, cpu, planned):
+    """``{cut: resume ip}`` for the planned pieces' ends where a decoder can start.
+
+    A piece cannot start at a PSB whose PSB+ cannot be read: the piece
+    before it runs on through it, as a single pass does (a file cut inside
+    that PSB+ then ends in the piece that walked into it).
+    """
+    cuts = {}
+    for _, end in planned[:-1]:
+        try:
+            cuts[end] = resume_ip(trace, cpu, end)
+        except LibiptError:
+            continue
+    return cuts
 
 
 def plan_pieces(trace, pieces):
@@ -66,12 +83,9 @@ def plan_pieces(trace, pieces):
 def decode_pieces(trace, cpu, image, expander, pieces):
     """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently."""
     decoder = _PieceDecoder(trace, cpu, image, expander)
-    jobs = [
-        (start, end, resume_ip(trace, cpu, end) if end < len(trace) else None)
-        for start, end in plan_pieces(trace, pieces)
-    ]
-    if not jobs:  # an empty trace
-        jobs = [(0, 0, None)]
+    cuts = _resumable_cuts(trace, cpu, plan_pieces(trace, pieces))
+    bounds = [0, *cuts, len(trace)]
+    jobs = [(bounds[k], bounds[k + 1], cuts.get(bounds[k + 1])) for k in range(len(bounds) - 1)]
     children = [decoder.fork(job) for job in jobs[1:]]
     parts = [decoder.decode(jobs[0])]
     parts += [decoder.collect(child, job) for child, job in zip(children, jobs[1:], strict=False)]
@@ -86,7 +100,9 @@ class _PieceDecoder:
 
     def decode(self, job):
         start, end, next_ip = job
-        part = decode_part(self.trace[start:end], self.cpu, self.image, offset_base=start, finish=False)
+        piece = self.trace[start:end]
+        at_file_end = end == len(self.trace)
+        part = decode_part(piece, self.cpu, self.image, self.expander, start, finish=False, file_end=at_file_end)
         if next_ip is not None:
             part.trim_overrun(next_ip, self.expander)
         part.finish()
