@@ -144,11 +144,16 @@ def test_function_calls_match_the_elf_symbols(session):
     descend_rows = [row for row in rows if "crash`descend" in row]
     assert descend_rows and all(row.rstrip().endswith(f"0x{program['descend']:x}") for row in descend_rows)
     depths = [len(row.split("]", 1)[1]) - len(row.split("]", 1)[1].lstrip()) for row in descend_rows]
-    assert depths == sorted(depths, reverse=True)  # newest (deepest) first: the recursion
+    assert depths == sorted(depths)  # oldest (outermost) first: the recursion goes deeper down the page
+    assert "crash`main" in rows[0]  # the trace starts in main: the first call of the tree
+    puts = next(row for row in rows if "libc.so.6`" in row and "via crash`symbol stub for: puts" in row)
+    assert puts.rstrip().endswith("bound lazily)")  # named by libc's puts, reached through the stub
     flat = session.ok("pt dump -C --flat --all")
     assert len([line for line in flat.splitlines() if "crash`descend" in line]) == len(descend_rows)
     calls = json.loads(session.ok("pt dump -C --all --json"))
-    assert calls[0]["symbol"] == "descend" and calls[0]["depth"] > calls[-1]["depth"]
+    assert calls[0]["symbol"] == "main" and calls[-1]["symbol"] == "descend"
+    assert calls[-1]["depth"] > calls[0]["depth"] == 0
+    assert [call["id"] for call in calls] == sorted(call["id"] for call in calls)
 
 
 def test_call_forest_ranges_cover_the_trace(session):
@@ -162,6 +167,8 @@ def test_call_forest_ranges_cover_the_trace(session):
     assert forest.trees[0].last == thread.item_count - 1
     for call in forest.calls():
         assert all(call.first <= child.first <= child.last <= call.last for child in call.children)
+        assert all(child.depth == call.depth + 1 for child in call.children)
+    assert [call.first for call in forest.calls()] == sorted(call.first for call in forest.calls())
 
 
 def test_bad_options_are_one_line_errors(session, tmp_path):

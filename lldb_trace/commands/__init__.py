@@ -11,14 +11,17 @@ import lldb
 
 from ..target.interpreter import run_command
 from . import routing
+from .base import CONTAINER
 from .dump import DumpCommand
 from .load import LoadCommand
 from .save import SaveCommand
 from .schema import SchemaCommand
 from .start import StartCommand, StopCommand, install_stepping_overrides
 
-CONTAINER = "pt"
-CONTAINER_HELP = "Intel Processor Trace: load, inspect and record control-flow traces (lldb_trace)."
+CONTAINER_HELP = (
+    "Intel Processor Trace (lldb_trace): load, record, inspect and save control-flow traces; start with"
+    " 'help pt load' or 'help pt start'."
+)
 COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand)
 
 

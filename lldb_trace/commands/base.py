@@ -4,12 +4,47 @@ Commands derive from LLDB's ParsedCommand (``command script add -p``), so
 LLDB parses their options, prints their help and completes their arguments.
 A LldbTraceError becomes ``result.SetError``, which makes ``lldb -b`` fail; any
 other exception is reported as an internal error instead of a Python trace.
+
+Numbers are read here rather than by ParsedCommand, whose converters raise a
+Python traceback on ``-c abc`` and know only decimal: they are read as LLDB
+reads its own (``0x10``, ``0b101``, ``017`` octal), and a bad one is reported
+as one line when the command runs (an option parser can only say "no").
+
+LLDB wraps each line of a long help separately at the terminal's width,
+continuing it at that line's own indentation; so a paragraph is one line.
 """
+
+import contextlib
+import io
+import re
 
 import lldb
 from lldb.plugins.parsed_cmd import ParsedCommand
 
 from ..errors import LldbTraceError
+
+CONTAINER = "pt"
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO]?[0-7]+|[1-9][0-9]*|0")
+
+
+class OptionValueError(LldbTraceError):
+    """An option's value is not one the option takes."""
+
+
+def parse_number(text):
+    """``text`` as LLDB reads a number (decimal, 0x hex, 0b binary, 0o or leading-0 octal); None if it is none."""
+    if not _NUMBER.fullmatch(text):
+        return None
+    prefix = text[:2].lower()
+    if prefix in ("0x", "0b", "0o"):
+        return int(text[2:], {"0x": 16, "0b": 2, "0o": 8}[prefix])
+    return int(text, 8 if text.startswith("0") else 10)
+
+
+def number_error(option, text):
+    if text.startswith("-") and parse_number(text[1:]) is not None:
+        return OptionValueError(f"{option} must be 0 or more, not {text}")
+    return OptionValueError(f"{option}: '{text}' is not a number (give it in decimal, or in hex as 0x1f)")
 
 
 def argument_strings(args):
@@ -19,12 +54,32 @@ def argument_strings(args):
     return [str(arg) for arg in args]
 
 
+def help_paragraphs(*paragraphs):
+    """A long help from one-line paragraphs, set off from LLDB's option list by a blank line."""
+    return "\n" + "\n\n".join(paragraphs)
+
+
 class TraceCommand(ParsedCommand):
-    """Base of the ``pt`` commands: subclasses set ``name``, ``short_help``, ``long_help`` and ``run``."""
+    """Base of the ``pt`` commands: subclasses set ``name``, ``short_help``, ``long_help`` and ``run``.
+
+    Every command also takes ``-h``/``--help``.  Options added with :meth:`add_number_option` hold
+    ints; a bad value fails the command with :class:`OptionValueError` before ``run``.
+    """
 
     name = ""
     short_help = ""
     long_help = ""
+
+    def __init__(self, debugger, internal_dict):
+        self._numbers = set()
+        self._choices = {}  # long option -> its values
+        self._option_errors = []
+        super().__init__(debugger, internal_dict)  # runs setup_command_definition
+        self.get_parser().add_option("h", "help", f"Show this help (as 'help {self.full_name}' does).", default=None)
+
+    @property
+    def full_name(self):
+        return f"{CONTAINER} {self.name}"
 
     def get_short_help(self):
         return self.short_help
@@ -32,13 +87,58 @@ class TraceCommand(ParsedCommand):
     def get_long_help(self):
         return self.long_help
 
+    def add_number_option(self, short, long, help_text, value_type, default=None, dest=None):
+        """An option taking a number of 0 or more, read as LLDB reads numbers."""
+        self.get_parser().add_option(short, long, help_text, default=default, value_type=value_type, dest=dest)
+        self._numbers.add(long)
+
+    def add_choice_option(self, short, long, help_text, choices, default):
+        """An option taking one of ``choices`` (``(value, help)`` pairs) or a prefix of one; help lists them."""
+        with contextlib.redirect_stdout(io.StringIO()):  # add_option prints a note about enum value types
+            self.get_parser().add_option(short, long, help_text, default=default, value_type=lldb.eArgTypePlugin,
+                                         enum_values=[list(choice) for choice in choices])  # fmt: skip
+        self._choices[long] = [value for value, _help in choices]
+
+    def option_parsing_started(self):
+        super().option_parsing_started()
+        self._option_errors = []
+
+    def set_option_value(self, exe_ctx, opt_name, opt_value):
+        # A bad value is reported in one line when the command runs, not as LLDB's "Error setting option".
+        if opt_name in self._numbers:
+            value = parse_number(opt_value)
+            if value is None:
+                self._option_errors.append(number_error(f"--{opt_name}", opt_value))
+                return True
+            opt_value = str(value)
+        elif opt_name in self._choices:
+            values = self._choices[opt_name]
+            matches = [value for value in values if value.startswith(opt_value)] if opt_value else []
+            if opt_value not in values and len(matches) != 1:
+                choices = ", ".join(values[:-1]) + f" or {values[-1]}"
+                self._option_errors.append(OptionValueError(f"unknown {opt_name} '{opt_value}': choose {choices}"))
+                return True
+        return super().set_option_value(exe_ctx, opt_name, opt_value)
+
     def __call__(self, debugger, args, exe_ctx, result):
         try:
+            if self.get_parser().was_set("help"):
+                self.show_help(debugger, result)
+                return
+            if self._option_errors:
+                raise self._option_errors[0]
             self.run(debugger, argument_strings(args), exe_ctx, result)
         except LldbTraceError as error:
             result.SetError(str(error))
         except Exception as error:  # a bug: say so in one line, keep the session alive
-            result.SetError(f"internal error in 'pt {self.name}': {type(error).__name__}: {error} (please report it)")
+            result.SetError(f"internal error in '{self.full_name}': {type(error).__name__}: {error} (please report it)")
+
+    def show_help(self, debugger, result):
+        """``pt NAME --help``: what ``help pt NAME`` prints."""
+        shown = lldb.SBCommandReturnObject()
+        debugger.GetCommandInterpreter().HandleCommand(f"help {self.full_name}", shown)
+        result.AppendMessage(shown.GetOutput().rstrip())
+        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
     def run(self, debugger, args, exe_ctx, result):
         raise NotImplementedError
@@ -58,8 +158,10 @@ class TidOptionCommand(TraceCommand):
     def set_option_value(self, exe_ctx, opt_name, opt_value):
         if opt_name != "tid":
             return super().set_option_value(exe_ctx, opt_name, opt_value)
-        try:
-            self.tids.append(int(opt_value, 0))
-        except ValueError:
-            return False
+        tid = parse_number(opt_value)
+        if tid is None:
+            error = OptionValueError(f"--tid: '{opt_value}' is not a thread id (a number, as 'thread list' shows tids)")
+            self._option_errors.append(error)
+        else:
+            self.tids.append(tid)
         return True

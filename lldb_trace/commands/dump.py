@@ -4,10 +4,12 @@ import json
 
 import lldb
 
+from ..control_flow_kind import ControlFlowKinds
+from ..decode.truncation import find_file_cut
 from ..errors import LldbTraceError
 from ..target import registry
-from . import dump_calls, dump_instructions
-from .base import TidOptionCommand
+from . import dump_calls, dump_instructions, dump_options
+from .base import TidOptionCommand, help_paragraphs
 from .symbols import Symbolizer, disassembly_flavor
 
 
@@ -23,7 +25,8 @@ def selected_trace(debugger, exe_ctx):
     process_trace = registry.for_target(target)
     if process_trace is None:
         index = debugger.GetIndexOfTarget(target)
-        raise NoTraceError(f"target #{index} has no trace: load one with 'trace load BUNDLE'")
+        why = registry.why_dropped(target) or "load one with 'trace load BUNDLE'"
+        raise NoTraceError(f"target #{index} has no trace: {why}")
     return target, process_trace
 
 
@@ -37,60 +40,111 @@ def chosen_tids(process_trace, target, tids):
     return [thread.GetThreadID()] if thread.IsValid() else process_trace.tids[:1]
 
 
+_INSTRUCTION_HELP = (
+    "--instructions (-i): the last COUNT items (-c, default 10), starting OFFSET items back from the end (-o),"
+    " newest first. An instruction is '[index] 0xADDRESS : disassembly', after a 'module`function' line whenever"
+    " the function changes and with '; at file:line' whenever the source line changes; a gap (a decode error:"
+    " overflow, missing image, corrupt packets) is \"[index] error CODE. 'text'\". Indices are stable: 0 is the"
+    " oldest item.\n"
+    "  --forwards: oldest first, OFFSET counted from the beginning.\n"
+    "  --id N: start at item N (OFFSET then counts from there).\n"
+    "  --all: every item, instead of COUNT.\n"
+    "  --time: each item's timestamp, '[index: time]': wall-clock ns when the bundle has tscPerfZeroConversion,"
+    " else the TSC.\n"
+    "  --raw: addresses only.\n"
+    "  --kind: each instruction's control-flow kind, as LLDB names it (call, return, jump, cond jump; far call,"
+    " far return and far jump where the thread entered or left the kernel, as a syscall does).\n"
+    "  --events: the trace's events (enabled, disabled, overflow, exec mode, interrupts, paging, timestamp"
+    " ticks) between the items."
+)
+_EVENTS_HELP = (
+    "--only-events (-E): the events alone, '[index] (event) ...', index being the item the event came before."
+    " -c, -o, --id, --forwards, --all and --time work as with --instructions, counting events."
+)
+_CALLS_HELP = (
+    "--function-calls (-C): the call tree in execution order, callers above their callees: '[first index]',"
+    " indentation by depth, 'module`function' of the function that ran and its address. A call through a PLT stub"
+    " is named by the library function it reached, followed by '(via prog`symbol stub for: name, bound lazily)'"
+    " where the names differ or ld.so bound the stub on that call. A gap starts a new tree; a caller the trace"
+    " returned into without seeing its call is '(untraced start)', named by where the trace returned. With"
+    " timestamps, each call shows its inclusive and exclusive time. The last COUNT calls (-c, default 10), OFFSET"
+    " calls back from the end (-o); --all shows every call. Enter continues towards older calls (newer ones with"
+    " --forwards).\n"
+    "  --forwards: the first COUNT calls, OFFSET counted from the beginning.\n"
+    "  --id N: the window ends at the innermost call holding item N (starts there with --forwards).\n"
+    "  --newest-first: newest call first, callees above their callers.\n"
+    "  --module GLOB, --function GLOB: only calls of functions in modules whose file name matches ('libm.so*'), or"
+    " whose name or PLT stub's name matches ('str*'). Shell-style globs, case-sensitive; COUNT and OFFSET count"
+    " the calls that match.\n"
+    "  --flat: one call per line, no hierarchy."
+)
+
+
 class DumpCommand(TidOptionCommand):
     name = "dump"
-    short_help = "Show the loaded trace: session info, the last instructions, or the call tree."
-    long_help = (
-        "Without --instructions or --function-calls: the trace technology and CPU, every module\n"
-        "(original path, file read, load address, size, uuid) and the threads given with -t (default:\n"
-        "the selected thread): their trace file and size and, once decoded, the instruction, error and\n"
-        "event counts, decode time and memory used (--verbose adds the bundle file).\n"
-        "\n"
-        "--instructions: the last COUNT items (-c, default 10) starting OFFSET items back from the end\n"
-        "(-o), newest first: '[index] 0xADDRESS : disassembly', a 'module`function' line when the\n"
-        "function changes, '; at file:line' when the source line changes, and gaps as\n"
-        "\"[index] error CODE. 'text'\". --forwards starts OFFSET items after the beginning, oldest\n"
-        "first; --all shows every item; --time adds each item's timestamp; --raw prints addresses only;\n"
-        "--events shows events (enable/disable, overflow, ...) between the items.\n"
-        "\n"
-        "--function-calls: the call tree, newest call first: '[first index]', indentation by depth,\n"
-        "'module`function' and the address of the call's first instruction; --flat drops the\n"
-        "hierarchy. A gap starts a new tree; a call entered before the trace began is marked\n"
-        "'(untraced start)'. With timestamps, each call's inclusive and exclusive time.\n"
-        "\n"
-        "--json prints JSON instead of text and --file PATH writes to PATH. Pressing Enter after a\n"
-        "dump continues where it stopped. Disassembly follows target.x86-disassembly-flavor (AT&T\n"
-        "unless it is 'intel')."
+    short_help = "Show the selected target's trace: session info, instructions, events or the call tree."
+    long_help = help_paragraphs(
+        "Shows the trace of the selected target: a bundle loaded with 'trace load', or a live process traced with"
+        " 'pt start'. 'trace dump' and 'thread trace dump info|instructions|function-calls' run this command.",
+        "Without --instructions or --function-calls: the session info. The trace technology and CPU, every module"
+        " (original path, file read, load address, size, uuid) and each thread given with -t (default: the"
+        " selected thread): its trace file and size and, once decoded, the instruction, error and event counts,"
+        " the decode time and the memory used. --verbose adds the bundle file.",
+        _INSTRUCTION_HELP,
+        _EVENTS_HELP,
+        _CALLS_HELP,
+        "Every dump: -t TID picks a thread (repeat it for several), --json prints JSON and --file PATH writes to"
+        " PATH. Pressing Enter after a dump continues where it stopped (--continue). Numbers are decimal or hex"
+        " (0x1f). Disassembly follows target.x86-disassembly-flavor (AT&T unless it is 'intel').",
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
         flag = lambda short, long, text: parser.add_option(short, long, text, default=None)  # noqa: E731
         flag("i", "instructions", "Dump the last instructions of each thread.")
+        flag("E", "only-events", "Dump only the trace's events, no instructions.")
         flag("C", "function-calls", "Dump the call tree of each thread.")
-        parser.add_option("c", "count", "How many items (or calls) to show (default 10).", default=10,
-                          value_type=lldb.eArgTypeCount)  # fmt: skip
-        parser.add_option("o", "offset", "Start this many items (or calls) from the end (default 0).", default=0,
-                          value_type=lldb.eArgTypeOffset)  # fmt: skip
-        parser.add_option("I", "id", "Start at this item index instead of --offset.", default=-1,
-                          value_type=lldb.eArgTypeIndex)  # fmt: skip
+        self.add_number_option("c", "count", "How many items, events or calls to show (default 10).",
+                               lldb.eArgTypeCount, default=10)  # fmt: skip
+        self.add_number_option("o", "offset", "Skip this many items, events or calls first (default 0).",
+                               lldb.eArgTypeOffset, default=0)  # fmt: skip
+        self.add_number_option("I", "id", "Start at this item index (then --offset counts from there).",
+                               lldb.eArgTypeIndex)  # fmt: skip
         flag("f", "forwards", "Oldest first, counting --offset from the beginning.")
-        flag("a", "all", "Show every item (or call).")
-        flag("T", "time", "Show timestamps (wall-clock ns with tscPerfZeroConversion, else TSC).")
+        flag("a", "all", "Show every item, event or call (instead of --count).")
+        flag("T", "time", "Show timestamps (wall-clock ns with tscPerfZeroConversion, else the TSC).")
         flag("r", "raw", "Addresses only: no symbols or disassembly.")
-        flag("e", "events", "Show trace events between the items.")
+        flag("K", "kind", "Show each instruction's control-flow kind (call, return, jump, far call...).")
+        flag("e", "events", "Show the trace's events between the items.")
         flag("l", "flat", "With --function-calls: one call per line, no hierarchy.")
+        flag("N", "newest-first", "With --function-calls: newest call first (children above their callers).")
+        parser.add_option(
+            "m",
+            "module",
+            "With --function-calls: only calls of functions in modules matching this glob (the file name: 'libc.so*').",
+            default=None,
+            value_type=lldb.eArgTypeShlibName,
+        )
+        parser.add_option(
+            "n",
+            "function",
+            "With --function-calls: only calls of functions whose name (or whose PLT"
+            " stub's) matches this glob ('str*').",
+            default=None,
+            value_type=lldb.eArgTypeFunctionName,
+        )
         flag("j", "json", "Print JSON instead of text.")
         flag("v", "verbose", "Session info: also print the bundle file.")
         flag("k", "continue", "Continue where the previous dump of the thread stopped (what Enter does).")
         parser.add_option("F", "file", "Write the dump to this file.", default=None, value_type=lldb.eArgTypeFilename)
-        self.add_tid_option("A thread to dump (repeat for several).")
+        self.add_tid_option("A thread to dump (repeat for several; default: the selected thread).")
         self.continuations = {}  # (target key, tid, mode, forwards) -> where the next dump starts
 
     def get_repeat_command(self, command):
         """Enter after a dump continues it: the same command plus --continue (LLDB passes "dump ...")."""
         command = command if command.startswith("pt ") else f"pt {command}"
-        if " --instructions" in command or " --function-calls" in command or _has_short(command, "iC"):
+        modes = (" --instructions", " --only-events", " --function-calls")
+        if any(mode in command for mode in modes) or _has_short(command, "iEC"):
             return command if " --continue" in command else command + " --continue"
         return None
 
@@ -100,15 +154,15 @@ class DumpCommand(TidOptionCommand):
             return
         parser = self.get_parser()
         was_set = parser.was_set
-        if was_set("instructions") and was_set("function-calls"):
-            raise LldbTraceError("choose one of --instructions and --function-calls")
+        mode = dump_options.dump_mode(was_set)
+        dump_options.check_options(was_set, mode)
         target, process_trace = selected_trace(debugger, exe_ctx)
         tids = chosen_tids(process_trace, target, self.tids)
-        if not (was_set("instructions") or was_set("function-calls")):
+        if mode == dump_options.INFO:
             info = session_info(process_trace, target, tids, verbose=was_set("verbose"))
             _emit(result, json.dumps(info, indent=2) if was_set("json") else format_info(info), parser)
             return
-        dump = _instructions if was_set("instructions") else _function_calls
+        dump = {dump_options.INSTRUCTIONS: _instructions, dump_options.EVENTS: _events}.get(mode, _function_calls)
         symbolizer = Symbolizer(target, process_trace.memory, disassembly_flavor(debugger))
         chunks = [dump(self, parser, process_trace, target, tid, symbolizer) for tid in tids]
         as_json = json.dumps(chunks[0] if len(chunks) == 1 else chunks, indent=1) if was_set("json") else None
@@ -136,19 +190,11 @@ def _emit(result, text, parser):
 
 
 def _count(parser):
-    if parser.was_set("all"):
-        return None
-    count = int(parser.count)
-    if count < 0:
-        raise LldbTraceError(f"--count must be 0 or more, not {count}")
-    return count
+    return None if parser.was_set("all") else parser.count
 
 
 def _offset(parser):
-    offset = int(parser.offset)
-    if offset < 0:
-        raise LldbTraceError(f"--offset must be 0 or more, not {offset}")
-    return offset
+    return parser.offset
 
 
 def _header(process_trace, tid):
@@ -159,44 +205,90 @@ def _continuation_key(target, tid, mode, forwards):
     return (target.GetProcess().GetUniqueID(), tid, mode, forwards)
 
 
+def _view(parser):
+    was_set = parser.was_set
+    return dump_instructions.InstructionView(
+        _count(parser), _offset(parser), was_set("forwards"), was_set("time"), was_set("raw"), was_set("events")
+    )  # fmt: skip
+
+
+def _checked_id(parser, decoded, tid):
+    """--id, or None; an index past the thread's last item is an error (not an empty dump)."""
+    if not parser.was_set("id") or decoded is None:
+        return None
+    if parser.id >= decoded.item_count:
+        raise LldbTraceError(
+            f"--id {parser.id} is past the end of thread {tid}'s trace: its items are 0 to {decoded.item_count - 1}"
+        )
+    return parser.id
+
+
+def _continued(command, parser, key):
+    """``(True, where)`` when --continue follows an earlier dump (``where`` None: it reached the end)."""
+    if parser.was_set("continue") and key in command.continuations:
+        return True, command.continuations[key]
+    return False, None
+
+
 def _instructions(command, parser, process_trace, target, tid, symbolizer):
     decoded = process_trace.decoded(tid)
-    view = dump_instructions.InstructionView(
-        _count(parser), _offset(parser), parser.was_set("forwards"), parser.was_set("time"), parser.was_set("raw"),
-        parser.was_set("events"),
-    )  # fmt: skip
+    view = _view(parser)
     key = _continuation_key(target, tid, "instructions", view.forwards)
-    start = command.continuations.get(key, -1) if parser.was_set("continue") else None
-    if start is None and parser.was_set("id"):
-        start = int(parser.id)
-    items = _page(command, parser, decoded, key, start, lambda: dump_instructions.window(
+    continued, start = _continued(command, parser, key)
+    item_id = _checked_id(parser, decoded, tid)
+    if not continued and item_id is not None:
+        start = item_id + view.offset if view.forwards else item_id - view.offset
+    items = _paged(command, decoded, key, continued and start is None, lambda: dump_instructions.window(
         decoded, process_trace.expander, view, start))  # fmt: skip
     conversion = process_trace.bundle.tsc_conversion
+    kinds = ControlFlowKinds(process_trace.memory.read) if parser.was_set("kind") else None
     if parser.was_set("json"):
-        return dump_instructions.json_items(items, view, symbolizer, conversion)
+        return dump_instructions.json_items(items, view, symbolizer, conversion, kinds)
     lines = _heading(parser, process_trace, tid, decoded, items, "items")
-    return "\n".join(lines + dump_instructions.text_lines(items, view, symbolizer, conversion))
+    return "\n".join(lines + dump_instructions.text_lines(items, view, symbolizer, conversion, kinds))
+
+
+def _events(command, parser, process_trace, target, tid, symbolizer):
+    decoded = process_trace.decoded(tid)
+    view = _view(parser)
+    key = _continuation_key(target, tid, "events", view.forwards)
+    continued, start = _continued(command, parser, key)
+    item_id = _checked_id(parser, decoded, tid)
+    events = _paged(command, decoded, key, continued and start is None, lambda: dump_instructions.event_window(
+        decoded, view, item_id, start))  # fmt: skip
+    conversion = process_trace.bundle.tsc_conversion
+    if parser.was_set("json"):
+        return dump_instructions.json_events(events, view, decoded, conversion)
+    lines = _heading(parser, process_trace, tid, decoded, events, "events")
+    return "\n".join(lines + dump_instructions.event_lines(events, view, decoded, conversion))
 
 
 def _function_calls(command, parser, process_trace, target, tid, symbolizer):
     decoded = process_trace.decoded(tid)
-    key = _continuation_key(target, tid, "calls", False)
-    start = command.continuations.get(key, -1) if parser.was_set("continue") else None
-    calls = _page(command, parser, decoded, key, start, lambda: dump_calls.call_window(
-        process_trace.call_forest(tid), _count(parser), _offset(parser), start))  # fmt: skip
+    was_set = parser.was_set
+    view = dump_calls.CallView(
+        _count(parser), _offset(parser), was_set("forwards"), was_set("newest-first"), was_set("flat"),
+        parser.module if was_set("module") else None, parser.function if was_set("function") else None,
+    )  # fmt: skip
+    key = _continuation_key(target, tid, "calls", view.forwards)
+    continued, start = _continued(command, parser, key)
+    item_id = _checked_id(parser, decoded, tid)
+    listed = dump_calls.listed_calls(process_trace.call_forest(tid), view, symbolizer) if decoded else ()
+    if not continued and item_id is not None:
+        at = dump_calls.anchor(listed, item_id)
+        start = at + view.offset if view.forwards else at - view.offset
+    calls = _paged(command, decoded, key, continued and start is None, lambda: dump_calls.call_window(
+        listed, view, start))  # fmt: skip
     conversion = process_trace.bundle.tsc_conversion
-    if parser.was_set("json"):
-        return dump_calls.json_calls(decoded, calls, symbolizer, conversion)
+    if was_set("json"):
+        return dump_calls.json_calls(decoded, calls, view, symbolizer, conversion)
     lines = _heading(parser, process_trace, tid, decoded, calls, "calls")
-    return "\n".join(lines + dump_calls.text_lines(decoded, calls, parser.was_set("flat"), symbolizer, conversion))
+    return "\n".join(lines + dump_calls.text_lines(decoded, calls, view, symbolizer, conversion))
 
 
-def _page(command, parser, decoded, key, start, window):
+def _paged(command, decoded, key, ended, window):
     """The entries ``window()`` picks, remembering where Enter continues; none once a continuation ran out."""
-    if decoded is None or (start is None and parser.was_set("continue")):
-        entries, next_start = [], None
-    else:
-        entries, next_start = window()
+    entries, next_start = ([], None) if decoded is None or ended else window()
     command.continuations[key] = next_start
     return entries
 
@@ -246,6 +338,11 @@ def _thread_info(process_trace, target, tid):
         "traceFile": str(thread.trace) if thread.trace else None,
         "traceSize": thread.trace_size,
     }
+    if thread.stop is not None:  # the signal the bundle says stopped the thread (a crash)
+        stop = thread.stop
+        info["stopReason"] = {"signal": stop.signal, "description": stop.description or f"signal {stop.signal}"}
+        if stop.pc is not None:
+            info["stopReason"]["pc"] = f"0x{stop.pc:x}"
     per_cpu = process_trace.per_cpu_source(tid)
     if per_cpu is not None:
         info["perCpu"] = per_cpu
@@ -254,6 +351,9 @@ def _thread_info(process_trace, target, tid):
         live_bytes = process_trace.trace_bytes(tid)
         info["live"] = {"backend": backend.name, "bytes": len(live_bytes or b"")}
     decoded = process_trace.decoded_if_done(tid)
+    cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
+    if cut:  # the trace ends inside a packet: the file was cut short
+        info["truncated"] = {**cut.to_json(), "text": cut.describe()}
     if decoded is not None:
         info["decoded"] = {
             "instructions": decoded.instruction_count,
@@ -289,6 +389,9 @@ def format_info(info):
     for thread in info["threads"]:
         index = f"thread #{thread['index']}: " if thread["index"] is not None else ""
         lines.append(f"    {index}tid = {thread['tid']}")
+        stop = thread.get("stopReason")
+        if stop is not None:
+            lines.append(f"      stop reason: {stop['description']}" + (f" at {stop['pc']}" if "pc" in stop else ""))
         per_cpu = thread.get("perCpu")
         if per_cpu is not None:
             cpus = ", ".join(map(str, per_cpu["cpus"])) or "none"
@@ -303,6 +406,11 @@ def format_info(info):
             continue
         else:
             lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
+        if "truncated" in thread:
+            lines.append(
+                f"      warning: the trace is truncated: it ends inside {thread['truncated']['text']}; "
+                "what the thread ran after its last complete packet is unknown"
+            )
         decoded = thread.get("decoded")
         if decoded is None:
             lines.append("      not decoded yet")

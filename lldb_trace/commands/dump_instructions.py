@@ -3,11 +3,16 @@
 Text follows the processor-trace RFC: ``[index] 0xADDRESS : disassembly``, a
 ``module`function`` line whenever the function changes, ``; at file:line``
 when the source line changes, and ``[index] error CODE. 'text'`` for gaps.
+``--kind`` adds LLDB's control-flow kind before the disassembly; ``--only-events``
+lists the events alone, each as ``[index] (event) ...`` with the item it precedes.
 """
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from ..decode.cursor import TraceCursor
+
+KIND_WIDTH = 12  # LLDB pads the kind to this width ("cond jump   ")
 
 
 @dataclass(frozen=True)
@@ -27,10 +32,36 @@ def window(decoded, expander, view, start=None):
     cursor = TraceCursor(decoded, expander, forwards=view.forwards)
     if start is None:
         start = view.offset if view.forwards else decoded.item_count - 1 - view.offset
-    if not cursor.seek(start):
+    if not 0 <= start < decoded.item_count:  # (the cursor would read a negative start from the end)
         return [], None
+    cursor.seek(start)
     items = list(cursor.items(limit=view.count))
     return items, cursor.index if cursor.has_value else None
+
+
+def event_window(decoded, view, at_item=None, start=None):
+    """The events to show, in display order, and the event number to continue from.
+
+    Events are numbered in trace order.  ``at_item`` starts at the events of that item (--id);
+    ``view.offset`` skips that many events; ``start`` (a continuation) overrides both.
+    """
+    events = decoded.events
+    if start is None:
+        items = [event.index for event in events]
+        if view.forwards:
+            first = 0 if at_item is None else bisect_left(items, at_item)
+            start = first + view.offset
+        else:
+            last = len(events) - 1 if at_item is None else bisect_right(items, at_item) - 1
+            start = last - view.offset
+    if not 0 <= start < len(events):
+        return [], None
+    step = 1 if view.forwards else -1
+    stop = len(events) if view.forwards else -1
+    if view.count is not None:
+        stop = min(stop, start + view.count) if view.forwards else max(stop, start - view.count)
+    shown = [events[k] for k in range(start, stop, step)]
+    return shown, stop if 0 <= stop < len(events) else None
 
 
 def event_text(event, tsc=None, conversion=None):
@@ -50,25 +81,55 @@ def timestamp_text(tsc, conversion):
     return f"{conversion.to_ns(tsc)} ns" if conversion else f"tsc {tsc}"
 
 
-def text_lines(items, view, symbolizer, conversion):
-    """The RFC's text form of ``items`` (already in display order)."""
+def _prefix(index, view, tsc, conversion):
+    return f"[{index}: {timestamp_text(tsc, conversion)}]" if view.time else f"[{index}]"
+
+
+def event_lines(events, view, decoded, conversion):
+    """``--only-events`` as text: ``[index] (event) ...``, index being the item the event came before."""
+    return [
+        f"  {_prefix(event.index, view, _event_time(decoded, event), conversion)} (event) {event_text(event)}"
+        for event in events
+    ]
+
+
+def json_events(events, view, decoded, conversion):
+    objects = []
+    for event in events:
+        entry = {"id": event.index, "event": event.type.name.lower()}
+        if event.ip is not None:
+            entry["ip"] = f"0x{event.ip:x}"
+        if view.time:
+            tsc = _event_time(decoded, event)
+            entry["timestamp"] = None if tsc is None else (conversion.to_ns(tsc) if conversion else tsc)
+        objects.append(entry)
+    return objects
+
+
+def _event_time(decoded, event):
+    return decoded.timestamp(event.index) if decoded.has_timestamps else None
+
+
+def text_lines(items, view, symbolizer, conversion, kinds=None):
+    """The RFC's text form of ``items`` (already in display order); ``kinds``: a ControlFlowKinds for --kind."""
     lines, last_label, last_source = [], None, None
     for item in items:
         events = [f"    (event) {event_text(e, item.tsc, conversion)}" for e in item.events] if view.events else []
         if view.forwards:
             lines += events
-        prefix = f"[{item.index}: {timestamp_text(item.tsc, conversion)}]" if view.time else f"[{item.index}]"
+        prefix = _prefix(item.index, view, item.tsc, conversion)
+        kind = f"{kinds[item.address]:<{KIND_WIDTH}}" if kinds is not None and item.gap is None else ""
         if item.gap is not None:
             lines.append(f"  {prefix} error {gap_code(item.gap)}. '{item.gap.text}'")
             last_label = last_source = None
         elif view.raw:
-            lines.append(f"  {prefix} 0x{item.address:x}")
+            lines.append(f"  {prefix} 0x{item.address:x} {kind}".rstrip())
         else:
             location = symbolizer.locate(item.address)
             if location.function_label != last_label:
                 lines.append(f"  {location.function_label}")
                 last_label = location.function_label
-            text = f"  {prefix} 0x{item.address:x} : {location.mnemonic:<6} {location.operands}".rstrip()
+            text = f"  {prefix} 0x{item.address:x} : {kind}{location.mnemonic:<6} {location.operands}".rstrip()
             if location.source and location.source != last_source:
                 text += f"    ; at {location.source}"
             last_source = location.source or last_source
@@ -78,7 +139,7 @@ def text_lines(items, view, symbolizer, conversion):
     return lines
 
 
-def json_items(items, view, symbolizer, conversion):
+def json_items(items, view, symbolizer, conversion, kinds=None):
     """The JSON form: one object per item (and per event with --events)."""
     objects = []
     for item in items:
@@ -104,6 +165,8 @@ def json_items(items, view, symbolizer, conversion):
                 "source": location.file,
                 "line": location.line,
             }
+        if kinds is not None and item.gap is None:
+            entry["controlFlowKind"] = kinds[item.address]
         if view.time:
             entry["timestamp"] = None if item.tsc is None else (conversion.to_ns(item.tsc) if conversion else item.tsc)
         objects.append(entry)

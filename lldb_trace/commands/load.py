@@ -3,23 +3,30 @@
 import lldb
 
 from ..bundle import load_bundle
+from ..target import registry
 from ..target.postmortem import create_targets
-from .base import TraceCommand
+from .base import TraceCommand, help_paragraphs
+from .dump import format_info, session_info
 
 
 class LoadCommand(TraceCommand):
     name = "load"
     short_help = "Load trace bundles: each traced process becomes a target stopped where its trace ends."
-    long_help = (
-        "Each BUNDLE is a trace bundle JSON file (or a folder holding trace.json) in the RFC's format or\n"
-        "LLDB's native intel-pt format ('pt schema all' shows both). Every process in it becomes a target\n"
-        "with its modules at their load addresses and one thread per traced thread, stopped at the last\n"
-        "traced instruction, so 'thread list', 'bt', 'image lookup' and 'disassemble' work as on a core\n"
-        "file. A bundle with any problem is rejected whole, with the JSON path or file at fault."
+    long_help = help_paragraphs(
+        "Each <filename> is a trace bundle's JSON file, or a folder holding trace.json, in the processor-trace RFC's"
+        " format or in LLDB's native intel-pt format ('pt schema all' shows both). Every process in it becomes a"
+        " target with its modules at their load addresses and one thread per traced thread, stopped where its"
+        " trace ends, so 'thread list', 'bt', 'image lookup', 'disassemble' and 'source list' work as on a core"
+        " file. Then 'trace dump --instructions' and 'trace dump --function-calls' show what ran.",
+        "A bundle with any problem is rejected whole, naming the JSON path or the file at fault, and no target is"
+        " left behind.",
+        "--verbose also prints what each target holds, as 'trace dump' shows it: the CPU, every module (file"
+        " read, load address, size, uuid) and every thread's trace.",
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
+        parser.add_option("v", "verbose", "Also print each target's modules and threads' traces.", default=None)
         parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plus")])
 
     def run(self, debugger, args, exe_ctx, result):
@@ -32,9 +39,20 @@ class LoadCommand(TraceCommand):
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")
             for target in targets:
                 result.AppendMessage(f"  target #{debugger.GetIndexOfTarget(target)}: {_describe(target)}")
+                if self.get_parser().was_set("verbose"):
+                    result.AppendMessage(_contents(target))
         if bundles:
             result.AppendMessage(_stop_location(debugger).rstrip())
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _contents(target):
+    """What ``trace dump`` says of ``target`` and all its threads, indented under the target's line."""
+    process_trace = registry.for_target(target)
+    if process_trace is None:  # the kernel's target: its module only
+        return f"    {target.GetModuleAtIndex(0).GetFileSpec().fullpath} (kernel image)"
+    info = format_info(session_info(process_trace, target, process_trace.tids, verbose=False))
+    return "\n".join(f"    {line}" for line in info.splitlines())
 
 
 def _stop_location(debugger):

@@ -3,11 +3,16 @@
 LLDB refuses to replace its built-in commands, but SetCommandOverrideCallback
 runs a callback instead of them (before their option parsing).  The callback
 re-issues the command as ``pt ...`` through HandleCommand, which prints its
-output and errors as usual.  LLDB_TRACE_NO_ROUTING=1 keeps LLDB's own commands.
+output and errors as usual.  ``help`` of a routed command, and ``-h``/``--help``
+on one, show what runs instead (routed_help.py).  LLDB_TRACE_NO_ROUTING=1 keeps
+LLDB's own commands.
 """
 
 import os
 import re
+
+from . import routed_help
+from .base import parse_number
 
 DISABLE_VARIABLE = "LLDB_TRACE_NO_ROUTING"
 
@@ -25,7 +30,7 @@ ROUTES = {
 # LLDB's own options of the routed thread commands -> (pt dump option, takes a value).
 _NATIVE_OPTIONS = {
     "-C": ("--continue", False), "--continue": ("--continue", False),
-    "-E": ("--events", False), "--only-events": ("--events", False),
+    "-E": ("--only-events", False), "--only-events": ("--only-events", False),
     "-F": ("--file", True), "--file": ("--file", True),
     "-J": ("--json", False), "--pretty-json": ("--json", False),
     "-a": ("--all", False), "--all": ("--all", False),
@@ -34,7 +39,7 @@ _NATIVE_OPTIONS = {
     "-f": ("--forwards", False), "--forwards": ("--forwards", False),
     "-i": ("--id", True), "--id": ("--id", True),
     "-j": ("--json", False), "--json": ("--json", False),
-    "-k": (None, False), "--kind": (None, False),
+    "-k": ("--kind", False), "--kind": ("--kind", False),
     "-r": ("--raw", False), "--raw": ("--raw", False),
     "-s": ("--offset", True), "--skip": ("--offset", True),
     "-t": ("--time", False), "--time": ("--time", False),
@@ -50,21 +55,32 @@ def quote(argument):
     return '"' + argument.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# LLDB's long options that pt dump names differently, for the help: (LLDB's, pt dump's).
+RENAMED = (("-s/--skip", "--offset"), ("-J/--pretty-json", "--json"))
+
+
+class ThreadIndexError(ValueError):
+    """A ``thread trace dump`` thread index that names no thread."""
+
+
 def thread_options(debugger, arguments):
     """A ``thread trace dump ...`` command's options in pt's terms, its thread indexes (or ``all``) as ``-t TID``."""
     process = debugger.GetSelectedTarget().GetProcess()
     translated = []
     arguments = iter(arguments)
     for argument in arguments:
+        index = parse_number(argument)
         if argument in _NATIVE_OPTIONS:
             option, takes_value = _NATIVE_OPTIONS[argument]
             value = next(arguments, "") if takes_value else None
-            if option:
-                translated.append(option if value is None else f"{option} {quote(value)}")
+            translated.append(option if value is None else f"{option} {quote(value)}")
         elif argument == "all" and process.IsValid():
             translated += [f"-t {thread.GetThreadID()}" for thread in process]
-        elif argument.isdigit() and process.IsValid() and process.GetThreadByIndexID(int(argument)).IsValid():
-            translated.append(f"-t {process.GetThreadByIndexID(int(argument)).GetThreadID()}")
+        elif index is not None and process.IsValid():
+            thread = process.GetThreadByIndexID(index)
+            if not thread.IsValid():
+                raise ThreadIndexError(f"no thread with index {argument}: 'thread list' shows the indexes")
+            translated.append(f"-t {thread.GetThreadID()}")
         else:
             translated.append(quote(argument))
     return translated
@@ -81,6 +97,8 @@ def install(debugger, available):
             builtin, _forwarder(debugger, builtin, replacement)
         ):
             routed.append(builtin)
+    if routed:
+        routed_help.install(debugger, {builtin: ROUTES[builtin] for builtin in routed}, RENAMED)
     return routed
 
 
@@ -89,11 +107,30 @@ def _forwarder(debugger, builtin, replacement):
 
     def forward(*argv):
         arguments = list(argv[words:])
-        if builtin.startswith("thread "):
-            arguments = thread_options(debugger, arguments)
-        else:
-            arguments = [quote(argument) for argument in arguments]
+        if _asks_for_help(arguments):
+            debugger.HandleCommand(f"help {builtin}")
+            return True
+        try:
+            if builtin.startswith("thread "):
+                arguments = thread_options(debugger, arguments)
+            else:
+                arguments = [quote(argument) for argument in arguments]
+        except ThreadIndexError as error:
+            _error(debugger, f"{builtin}: {error}")
+            return True
         debugger.HandleCommand(" ".join([replacement, *arguments]))
         return True
 
     return forward
+
+
+def _asks_for_help(arguments):
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    return "-h" in options or "--help" in options
+
+
+def _error(debugger, message):
+    """An error of the routing itself, printed as LLDB prints a command's error."""
+    stream = debugger.GetErrorFile()
+    stream.Write(f"error: {message}\n".encode())
+    stream.Flush()

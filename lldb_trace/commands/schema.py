@@ -3,21 +3,21 @@
 import lldb
 
 from ..bundle import render_schema, schema_names
-from .base import TraceCommand
+from .base import TraceCommand, help_paragraphs
 
 
 class SchemaCommand(TraceCommand):
     name = "schema"
     short_help = "Show the JSON schema of a trace bundle format ('all' shows every format)."
-    long_help = (
-        "NAME is a trace plug-in: 'intel-pt' (the processor-trace RFC's bundle format) or\n"
-        "'intel-pt-lldb' (the format LLDB's own intel-pt plug-in reads and writes). Both load with\n"
-        "'pt load'. 'all' prints every schema."
+    long_help = help_paragraphs(
+        "<plugin> is a bundle format: 'intel-pt' (the processor-trace RFC's) or 'intel-pt-lldb' (the one LLDB's own"
+        " intel-pt plug-in reads and writes, and 'trace save' writes). 'pt load' reads both. 'all' prints every"
+        " schema. Each is printed as a commented JSON outline: a '?' marks an optional field."
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeNone, repeat="plain")])
+        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypePlugin, repeat="plain")])
 
     def handle_argument_completion(self, args, arg_pos, cursor_pos):
         prefix = args[arg_pos][:cursor_pos] if arg_pos < len(args) else ""

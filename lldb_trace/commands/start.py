@@ -9,46 +9,56 @@ import lldb
 
 from ..capture import intel_pt_backend
 from ..errors import LldbTraceError
-from ..target import live
-from .base import TidOptionCommand, TraceCommand
+from ..live_trace import LiveProcessTrace
+from ..target import live, registry
+from .base import TidOptionCommand, TraceCommand, help_paragraphs
 
-BACKENDS = ("auto", "intel-pt", "software")
+BACKENDS = (
+    ("auto", "Intel PT where the CPU and permissions allow it, else the software recorder."),
+    ("intel-pt", "The CPU's Intel PT, through perf_event_open."),
+    ("software", "The software recorder (any x86-64 CPU): continue/next/step/finish record the thread."),
+)
 
 
 class StartCommand(TidOptionCommand):
     name = "start"
-    short_help = "Start tracing the selected process (Intel PT, or the software recorder where the CPU has none)."
-    long_help = (
-        "pt start [intel-pt] [-t TID ...] [--all] [-b KB] [--tsc] [--psb-period N] [--backend auto|intel-pt|software]\n"
-        "traces the selected thread (-t: these threads; --all: every thread). The intel-pt backend uses\n"
-        "perf_event_open with the CPU's intel_pt PMU; the software backend records through LLDB's own\n"
-        "stepping (an emulator predicts stretches the real thread then runs, checked by its registers) and\n"
-        "works on any x86-64 CPU: after 'pt start --backend software', continue/next/step/finish record\n"
-        "the selected thread's control flow until the next stop (other threads run untraced). -b bounds\n"
-        "the trace buffer in KiB (a power of two; the newest data is kept). 'trace dump --instructions'\n"
-        "and '--function-calls' then show the trace at every stop; 'pt stop' ends tracing."
+    short_help = "Record the selected process's control flow (Intel PT, or the software recorder on any CPU)."
+    long_help = help_paragraphs(
+        "Stop the process first (at a breakpoint), then 'pt start', then run on: at every stop, 'trace dump"
+        " --instructions' and 'trace dump --function-calls' show what the traced threads ran, and 'trace save DIR'"
+        " writes it as a bundle. 'pt stop' ends the recording; the trace stays readable and savable until the"
+        " process runs on. (LLDB keeps 'trace start' and 'process trace start' for its own plug-ins, so this"
+        " command is 'pt start'.)",
+        "--backend intel-pt (or 'pt start intel-pt'): the CPU's Intel PT through perf_event_open, user space only,"
+        " one event per thread: the selected thread, each -t TID, or with --all every thread (threads created"
+        " later from the next stop on). -b KB sets each thread's buffer (a power of two, default 64 KiB), kept as"
+        " a circular snapshot and read at every stop. --psb-period N sets the PMU's psb_period field.",
+        "--backend software: any x86-64 CPU. continue, next, step and finish on the selected thread run"
+        " recorded: an emulator predicts each stretch of the thread's path, the real thread runs it, and the"
+        " stretch is recorded only if its registers then are the predicted ones (otherwise the trace shows a"
+        " gap). It records one thread; the others run untraced. -b KB keeps only the newest KB KiB; --psb-period N"
+        " writes a PSB every N bytes.",
+        "--backend auto (the default): Intel PT where the CPU has it and kernel.perf_event_paranoid allows it,"
+        " else the software recorder, saying why. --tsc adds timestamps with either backend.",
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
-        self.add_tid_option("A thread to trace (repeat for several).")
-        parser.add_option("a", "all", "Trace every thread.", default=None)
-        parser.add_option("b", "buffer-size", "Trace buffer size in KiB, a power of two.", default=0,
-                          value_type=lldb.eArgTypeUnsignedInteger, dest="buffer_kb")  # fmt: skip
+        self.add_tid_option("A thread to trace (repeat for several; default: the selected thread).")
+        parser.add_option("a", "all", "Trace every thread (intel-pt).", default=None)
+        self.add_number_option("b", "buffer-size", "Trace buffer size in KiB, a power of two.",
+                               lldb.eArgTypeUnsignedInteger, default=0, dest="buffer_kb")  # fmt: skip
         parser.add_option("T", "tsc", "Record timestamps.", default=None)
-        parser.add_option("p", "psb-period", "Bytes between PSB packets (software) or the PMU's psb_period value.",
-                          default=0, value_type=lldb.eArgTypeUnsignedInteger, dest="psb_period")  # fmt: skip
-        parser.add_option("B", "backend", "auto (default), intel-pt or software.", default="auto",
-                          value_type=lldb.eArgTypeNone)  # fmt: skip
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeNone, repeat="optional")])
+        self.add_number_option("p", "psb-period", "Bytes between PSB packets (software) or the PMU's psb_period.",
+                               lldb.eArgTypeUnsignedInteger, default=0, dest="psb_period")  # fmt: skip
+        self.add_choice_option("B", "backend", "What records the trace.", BACKENDS, default="auto")
+        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypePlugin, repeat="optional")])
 
     def run(self, debugger, args, exe_ctx, result):
         parser = self.get_parser()
         if args and args != ["intel-pt"]:
             raise LldbTraceError(f"unknown trace technology '{args[0]}': the only one is intel-pt")
         backend = parser.backend if parser.was_set("backend") else ("intel-pt" if args else "auto")
-        if backend not in BACKENDS:
-            raise LldbTraceError(f"unknown backend '{backend}': choose one of {', '.join(BACKENDS)}")
         target = debugger.GetSelectedTarget()
         process = target.GetProcess()
         if not process.IsValid() or not process.is_alive:
@@ -56,16 +66,15 @@ class StartCommand(TidOptionCommand):
         if process.GetPluginName() == "ScriptedProcess":
             raise LldbTraceError("this target is a loaded trace, not a live process: 'pt start' needs a running one")
         tids = _tids(process, self.tids, parser.was_set("all"))
-        buffer_kb = _buffer_kb(int(parser.buffer_kb or 0))
-        psb_period = int(parser.psb_period or 0)
+        buffer_kb = _buffer_kb(parser.buffer_kb)
         chosen, why_not = _choose_backend(backend)
         if chosen == "intel-pt":
             session = live.start_intel_pt(
-                target, tids, buffer_kb, parser.was_set("tsc"), psb_period or None, parser.was_set("all")
+                target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period or None, parser.was_set("all")
             )
             what = "Intel PT (perf_event_open)"
         else:
-            session = live.start_software(target, tids, buffer_kb, parser.was_set("tsc"), psb_period)
+            session = live.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
             what = "the software recorder" + (f" ({why_not})" if why_not else "")
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")
@@ -74,18 +83,28 @@ class StartCommand(TidOptionCommand):
 
 class StopCommand(TraceCommand):
     name = "stop"
-    short_help = "Stop tracing the selected process (its trace stays readable until it resumes untraced)."
-    long_help = "Ends the tracing started by 'pt start' on the selected process."
+    short_help = "Stop recording the selected process (its trace stays readable until it runs on)."
+    long_help = help_paragraphs(
+        "Ends the recording that 'pt start' began on the selected process. What was recorded stays readable"
+        " ('trace dump') and savable ('trace save') while the process stays stopped; once it runs on, untraced,"
+        " the trace no longer describes it and is dropped ('trace dump' then says so)."
+    )
 
     def setup_command_definition(self):
         pass
 
     def run(self, debugger, args, exe_ctx, result):
-        session = live.session_for(debugger.GetSelectedTarget())
+        target = debugger.GetSelectedTarget()
+        session = live.session_for(target)
         if session is None:
+            if isinstance(registry.for_target(target), LiveProcessTrace):
+                raise LldbTraceError("recording already stopped: the trace stays readable until the process runs on")
             raise LldbTraceError("the selected process is not traced ('pt start' traces it)")
-        session.close()
-        result.AppendMessage(f"Stopped tracing process {session.trace.pid}.")
+        session.stop()
+        result.AppendMessage(
+            f"Stopped tracing process {session.trace.pid}: 'trace dump' and 'trace save' read its trace until it"
+            " runs on."
+        )
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
 

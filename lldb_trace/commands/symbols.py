@@ -1,38 +1,16 @@
-"""What an address is, for the dumps: module, function, source line and disassembly.
+"""What an address is, for the dumps: module, function, source line and disassembly, from LLDB.
 
 Symbols and lines come from LLDB (so debug info, demangling and source maps
 work as everywhere else in LLDB); disassembly comes from capstone over the
 module bytes, in the flavor LLDB's ``target.x86-disassembly-flavor`` asks for
 (AT&T unless it says intel).  Everything is cached per address: a trace
-visits the same code over and over.
+visits the same code over and over.  Outside LLDB, ``symbolize.ElfSymbolizer``
+gives the same Locations from the module files.
 """
 
-import os
-from dataclasses import dataclass
-
-import capstone
 import lldb
 
-from ..x86_flow import MAX_INSN_SIZE
-
-
-@dataclass(frozen=True)
-class Location:
-    module: str | None
-    function: str | None
-    file: str | None
-    line: int | None
-    mnemonic: str
-    operands: str
-
-    @property
-    def function_label(self):
-        """``module`function`` as LLDB prints it (``module`0xADDR`` without a symbol)."""
-        return f"{self.module or '(no module)'}`{self.function or '(no symbol)'}"
-
-    @property
-    def source(self):
-        return f"{os.path.basename(self.file)}:{self.line}" if self.file and self.line else None
+from ..symbolize import Disassembler, Location
 
 
 def disassembly_flavor(debugger):
@@ -46,9 +24,7 @@ class Symbolizer:
 
     def __init__(self, target, memory, flavor="att"):
         self.target = target
-        self.memory = memory
-        self.disassembler = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-        self.disassembler.syntax = capstone.CS_OPT_SYNTAX_INTEL if flavor == "intel" else capstone.CS_OPT_SYNTAX_ATT
+        self._disassembler = Disassembler(memory.read, flavor)
         self._cache = {}
 
     def locate(self, address):
@@ -63,9 +39,7 @@ class Symbolizer:
         symbol = resolved.GetSymbol()
         line_entry = resolved.GetLineEntry()
         file_spec = line_entry.GetFileSpec() if line_entry.IsValid() else None
-        code = self.memory.read(address, MAX_INSN_SIZE)
-        decoded = next(self.disassembler.disasm_lite(code, address, 1), None) if code else None
-        mnemonic, operands = (decoded[2], decoded[3]) if decoded else ("<unreadable>", "")
+        mnemonic, operands = self._disassembler.instruction(address)
         return Location(
             module.GetFileSpec().GetFilename() if module.IsValid() else None,
             symbol.GetName() if symbol.IsValid() else None,
@@ -73,4 +47,5 @@ class Symbolizer:
             line_entry.GetLine() if line_entry.IsValid() and line_entry.GetLine() else None,
             mnemonic,
             operands,
+            stub=symbol.IsValid() and symbol.GetType() == lldb.eSymbolTypeTrampoline,
         )

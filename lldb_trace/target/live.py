@@ -14,6 +14,8 @@ trap into the debugger) and ``trace dump`` decodes it like any other trace.
 Other threads run freely, untraced, while the selected one is stepped.
 """
 
+import contextlib
+import re
 import time
 
 import lldb
@@ -27,6 +29,7 @@ from ..live_trace import LiveProcessTrace, live_module
 from ..x86_flow import Classifier, Flow
 from . import registry
 from .interpreter import run_command
+from .stopped_trace import FrozenBackend, ran_on
 
 PLAN_CLASS = "lldb_trace.target.live.RecordingPlan"
 MODES = {
@@ -128,6 +131,10 @@ class SoftwareBackend:
             self.catch_up(tid)
         return self._generations.get(tid, 0)
 
+    def snapshot(self):
+        """Every thread's trace now (for ``pt stop``)."""
+        return {tid: self.trace_bytes(tid) for tid in self.flows}
+
     def at_far_transfer(self, tid):
         """Whether the thread stands at a system call or other far transfer."""
         flow = self.flows[tid]
@@ -195,6 +202,11 @@ class IntelPtBackend:
 
     def generation(self, tid):
         return self._generations.get(tid, 0)
+
+    def snapshot(self):
+        """Every thread's trace now (for ``pt stop``): the buffers read once more, before they are closed."""
+        self.read_all()
+        return {tid: self._bytes.get(tid) or None for tid in self.traces}
 
     def close(self):
         for trace in self.traces.values():
@@ -266,6 +278,7 @@ class LiveSession:
         self.backend = backend
         self.tids = tids
         self.rule = None
+        self.stop_hook = None  # the id of the stop hook that reads an Intel PT session's buffers
         self._register()
 
     def _register(self):
@@ -294,6 +307,18 @@ class LiveSession:
     def close(self):
         self._unregister()
         self.backend.close()
+
+    def stop(self):
+        """``pt stop``: stop recording, keep the trace readable until the process runs on (stopped_trace.py)."""
+        if self.stop_hook is not None:
+            with contextlib.suppress(LldbTraceError):  # already deleted by the user: nothing left to do
+                run_command(self.target.GetDebugger(), f"target stop-hook delete {self.stop_hook}")
+        frozen = FrozenBackend(self.backend)
+        self.backend.close()
+        self.trace.backend = frozen
+        _sessions.pop(self.key, None)  # continue/next/step/finish are LLDB's own again
+        process = self.target.GetProcess()
+        registry.expire_when(self.key, ran_on(process, process.GetStopID()))
 
 
 def session_for(target):
@@ -328,18 +353,23 @@ def start_intel_pt(target, tids, buffer_kb, tsc, psb_period, all_threads=False):
     _check_can_start(target)
     session = LiveSession(target, IntelPtBackend(tids, buffer_kb, tsc, psb_period, all_threads), tids)
     hook = f"{StopHook.__module__}.{StopHook.__name__}"
-    run_command(target.GetDebugger(), f"target stop-hook add -P {hook} -k key -v {session.key}")
+    added = run_command(target.GetDebugger(), f"target stop-hook add -P {hook}")
+    number = re.search(r"#(\d+)", added)  # "Stop hook #3 added."
+    session.stop_hook = int(number[1]) if number else None
     return session
 
 
 class StopHook:
-    """A scripted stop hook: every stop of a process traced with Intel PT refreshes its trace."""
+    """A scripted stop hook: every stop of a process traced with Intel PT refreshes its trace.
 
-    def __init__(self, target, args, _internal_dict=None):
-        self.key = args.GetValueForKey("key").GetStringValue(100)
+    It finds the session by target: a session that picks up new threads registers again under a new key.
+    """
+
+    def __init__(self, target, _args, _internal_dict=None):
+        self.target = target
 
     def handle_stop(self, _exe_ctx, _stream):
-        session = _sessions.get(self.key)
+        session = session_for(self.target)
         if session is not None:
             session.stopped()
         return True
