@@ -1,49 +1,75 @@
-"""The scripting API: a bundle's threads as streams of items, and their call forests.
+"""The scripting API: a bundle's threads as streams of items, what each item is, and their call forests.
 
 Works from plain Python (no LLDB needed) and from LLDB's ``script``::
 
     import lldb_trace.api as pt
-    trace = pt.open_bundle("test_traces/crash/trace.json")    # or pt.of_target(lldb.target)
+    trace = pt.open_bundle("test_traces/crash/trace.json")   # or pt.of_target(lldb.target) inside LLDB
+    print(trace)                                             # <Trace ...: process 5707 (threads 5707)>
     thread = trace.thread(5707)
-    for item in thread.items(forwards=False, limit=5):       # newest first
-        print(item.index, item.kind, hex(item.address) if item.address else item.gap.text)
-    thread.item(0).events                                     # events before the first item
-    for call in thread.call_forest().calls(): ...             # Call(first, last, depth, address, children)
+    for item in thread.items(forwards=False, limit=5):      # newest first
+        print(item)                                          # <Item 2714 0x401137 crash`descend at crash.c:8: ...>
+    item = thread.item(0)
+    item.events                                              # events before the first item
+    item.function, item.symbol, item.module                  # 'crash`main', 'main', 'crash'
+    item.file, item.line, item.source, item.disassembly      # '/…/crash.c', 12, 'crash.c:12', 'pushq %rbp'
+    thread.locate(0x401126)                                  # the same Location for any address
+    for call in thread.call_forest().calls():                # execution order, parents before children
+        print(call, thread.locate(call.address).function_label)
 
 Items are numbered from 0 (oldest) to ``item_count - 1``; an item is an
 instruction or a gap (a decode error); events and timestamps hang off the
 item they precede.  Decoding happens on first use of a thread and is cached.
+What an address is comes from LLDB inside LLDB (``of_target``) and from the
+module files' ELF symbols and DWARF line tables outside it (``open_bundle``):
+the two give the same answers.  A call through a PLT stub is the library
+function it reached (``call.address``); ``call.stub`` is the stub.
 """
 
 from .bundle.loader import load_bundle
+from .errors import LldbTraceError
 from .process_trace import ProcessTrace, UnknownThreadError
+from .symbolize import ElfSymbolizer
+
+
+class TargetWithoutTraceError(LldbTraceError):
+    """``of_target`` was given no target, or one that has no trace."""
 
 
 class Trace:
-    """A loaded bundle: its processes, and their threads by tid."""
+    """A loaded bundle (or a traced LLDB target): its processes, and their threads by tid."""
 
-    def __init__(self, bundle, process_traces):
+    def __init__(self, bundle, process_traces, symbolizers):
         self.bundle = bundle
         self.processes = process_traces
+        self._symbolizers = symbolizers  # one per process, in the same order
 
     def thread(self, tid):
-        for process_trace in self.processes:
+        for process_trace, symbolizer in zip(self.processes, self._symbolizers, strict=True):
             if tid in process_trace.tids:
-                return ThreadTrace(process_trace, tid)
+                return ThreadTrace(process_trace, tid, symbolizer)
         known = ", ".join(str(t) for p in self.processes for t in p.tids)
         raise UnknownThreadError(f"the trace has no thread {tid} (its threads: {known})")
 
     @property
     def threads(self):
-        return [ThreadTrace(p, tid) for p in self.processes for tid in p.tids]
+        return [
+            ThreadTrace(process_trace, tid, symbolizer)
+            for process_trace, symbolizer in zip(self.processes, self._symbolizers, strict=True)
+            for tid in process_trace.tids
+        ]
+
+    def __repr__(self):
+        processes = "; ".join(f"process {p.pid} (threads {', '.join(map(str, p.tids))})" for p in self.processes)
+        return f"<Trace {self.bundle.path} ({self.bundle.format}): {processes or 'no processes'}>"
 
 
 class ThreadTrace:
-    """One thread's decoded trace, read through cursors."""
+    """One thread's decoded trace, read through cursors; ``locate`` says what an address is."""
 
-    def __init__(self, process_trace, tid):
+    def __init__(self, process_trace, tid, symbolizer):
         self.process_trace = process_trace
         self.tid = tid
+        self.symbolizer = symbolizer
 
     @property
     def decoded(self):
@@ -56,7 +82,7 @@ class ThreadTrace:
 
     def cursor(self, forwards=False):
         """A TraceCursor at the newest item (the oldest with ``forwards``); seek() moves it anywhere."""
-        return self.process_trace.cursor(self.tid, forwards)
+        return self.process_trace.cursor(self.tid, forwards, self.symbolizer)
 
     def items(self, start=None, forwards=True, limit=None):
         """Items from ``start`` (default: the oldest, or the newest going backwards) in one direction."""
@@ -72,19 +98,50 @@ class ThreadTrace:
             raise IndexError(f"item {index} is out of range (the trace has {self.item_count} items)")
         return cursor.item()
 
+    def locate(self, address):
+        """The Location of ``address``: module, function, file, line and disassembly (None for None)."""
+        return None if address is None else self.symbolizer.locate(address)
+
     def call_forest(self):
         return self.process_trace.call_forest(self.tid)
 
+    def __repr__(self):
+        where = f"<ThreadTrace tid {self.tid} of process {self.process_trace.pid}"
+        decoded = self.process_trace.decoded_if_done(self.tid)
+        if decoded is None:
+            return f"{where}: not decoded yet>"
+        errors = f"{decoded.error_count} error" + ("" if decoded.error_count == 1 else "s")
+        return f"{where}: {decoded.item_count} items, {decoded.instruction_count} instructions, {errors}>"
 
-def open_bundle(path):
-    """Load a bundle (file or folder) outside LLDB; errors are one-line LldbTraceErrors."""
+
+def open_bundle(path, disassembly_flavor="att"):
+    """Load a bundle (file or folder) outside LLDB; errors are one-line LldbTraceErrors.
+
+    Addresses are described from the modules' ELF and DWARF, disassembly in
+    ``disassembly_flavor`` ("att" or "intel").
+    """
     bundle = load_bundle(path)
-    return Trace(bundle, [ProcessTrace(bundle, process) for process in bundle.processes])
+    processes = [ProcessTrace(bundle, process) for process in bundle.processes]
+    symbolizers = [ElfSymbolizer(p.process.modules, p.memory, disassembly_flavor) for p in processes]
+    return Trace(bundle, processes, symbolizers)
 
 
 def of_target(target):
-    """The Trace behind an LLDB target made by ``trace load`` (inside LLDB's ``script``), or None."""
+    """The Trace behind an LLDB target that ``trace load`` made or ``pt start`` traces (inside LLDB's ``script``)."""
+    from .commands.symbols import Symbolizer, disassembly_flavor
     from .target import registry
 
+    if target is None or not hasattr(target, "IsValid"):
+        raise TargetWithoutTraceError(
+            f"of_target needs an LLDB target, not {type(target).__name__}: in LLDB's script, pass lldb.target"
+        )
+    if not target.IsValid():
+        raise TargetWithoutTraceError("of_target: no target is selected: load a trace first with 'trace load BUNDLE'")
     process_trace = registry.for_target(target)
-    return Trace(process_trace.bundle, [process_trace]) if process_trace else None
+    if process_trace is None:
+        name = target.GetExecutable().GetFilename() or "the target"
+        raise TargetWithoutTraceError(
+            f"{name} has no trace: load one with 'trace load BUNDLE', or trace the process with 'pt start'"
+        )
+    symbolizer = Symbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
+    return Trace(process_trace.bundle, [process_trace], [symbolizer])

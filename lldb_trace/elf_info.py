@@ -23,8 +23,18 @@ class Segment(NamedTuple):
     memory_size: int = 0
 
 
+class Section(NamedTuple):
+    name: str
+    address: int  # its file address (before relocation)
+    size: int
+    entry_size: int = 0
+
+
+PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")  # where calls into other modules go through stubs
+
+
 class ElfInfo:
-    """The header facts, build id and symbols of one ELF file, read once."""
+    """The header facts, build id, PLT sections and symbols of one ELF file, read once."""
 
     def __init__(self, path):
         self.path = str(path)
@@ -35,6 +45,11 @@ class ElfInfo:
                 self.type = elf["e_type"]
                 self.entry = elf["e_entry"]
                 self.build_id = _build_id(elf)
+                self.plt_sections = [
+                    Section(s.name, s["sh_addr"], s["sh_size"], s["sh_entsize"])
+                    for s in elf.iter_sections()
+                    if s.name in PLT_SECTIONS
+                ]
                 self.segments = [
                     Segment(s["p_offset"], s["p_filesz"], s["p_vaddr"], bool(s["p_flags"] & 1), s["p_memsz"])
                     for s in elf.iter_segments()
@@ -47,9 +62,13 @@ class ElfInfo:
         except ELFError as error:
             raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
 
+    def load_bias(self, load_address):
+        """Run-time address minus file address when the file's lowest page is at ``load_address``."""
+        return load_address - self.first_load_vaddr
+
     def loaded_segments(self, load_address):
         """Segments with ``vaddr`` moved to where the file loads when its lowest page is at ``load_address``."""
-        bias = load_address - self.first_load_vaddr
+        bias = self.load_bias(load_address)
         return [s._replace(vaddr=s.vaddr + bias) for s in self.segments]
 
     @property

@@ -11,7 +11,8 @@ import os
 from . import libipt
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, per_cpu, process_image
 from .decode.call_forest import CallForest
-from .decode.cursor import TraceCursor, walk
+from .decode.cursor import TraceCursor
+from .decode.plt import PltSections
 from .errors import LldbTraceError
 
 
@@ -29,6 +30,7 @@ class ProcessTrace:
         self.memory = CodeMemory(process.modules)
         self.expander = BlockExpander(self.memory)
         self._image = None
+        self._plt = None
         self._decoded = {}
         self._forests = {}
         self._streams = per_cpu.thread_streams(bundle, self.tids) if bundle.cpus else None
@@ -101,12 +103,15 @@ class ProcessTrace:
         decoded = self.decoded(tid)
         return decoded.end_ip if decoded else None
 
-    def cursor(self, tid, forwards=False):
-        """A TraceCursor over ``tid``'s items, at the newest one (the oldest with ``forwards``)."""
+    def cursor(self, tid, forwards=False, symbolizer=None):
+        """A TraceCursor over ``tid``'s items, at the newest one (the oldest with ``forwards``).
+
+        Its items answer ``location`` (symbol, line, disassembly) through ``symbolizer`` when one is given.
+        """
         decoded = self.decoded(tid)
         if decoded is None:
             raise LldbTraceError(f"thread {tid} has no trace of its own")
-        return TraceCursor(decoded, self.expander, forwards)
+        return TraceCursor(decoded, self.expander, forwards, symbolizer)
 
     def call_forest(self, tid):
         """The CallForest of ``tid`` (built on first use, kept)."""
@@ -114,10 +119,7 @@ class ProcessTrace:
             decoded = self.decoded(tid)
             if decoded is None:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
-            self._forests[tid] = CallForest(decoded, lambda index: self._address_at(decoded, index))
+            if self._plt is None:
+                self._plt = PltSections(self.process.modules)
+            self._forests[tid] = CallForest(decoded, self.expander, self._plt)
         return self._forests[tid]
-
-    def _address_at(self, decoded, index):
-        for _, value in walk(decoded, index, True, self.expander):
-            return value if isinstance(value, int) else None
-        return None

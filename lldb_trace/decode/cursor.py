@@ -2,23 +2,30 @@
 
 The storage (DecodedThread) is shared and never copied; a cursor is only a
 position, so any number of them are cheap.  Instruction addresses come from
-expanding the block an item falls in (cached per distinct block).
+expanding the block an item falls in (cached per distinct block); what an
+address is (symbol, line, disassembly) comes from a symbolizer, on demand.
 """
 
 from dataclasses import dataclass, field, replace
 
-from .decoded_thread import EventRecord, Gap
+from ..errors import LldbTraceError
+from .decoded_thread import CHECKPOINT_SPACING, EventRecord, Gap
 
 
 @dataclass(frozen=True)
 class Item:
-    """One item of the trace: an instruction (``address``) or a gap (``gap``)."""
+    """One item of the trace: an instruction (``address``) or a gap (``gap``).
+
+    With a ``symbolizer`` (items from ``lldb_trace.api`` have one), an
+    instruction also tells what it is, on demand: ``location`` and its parts.
+    """
 
     index: int
     address: int | None = None
     gap: Gap | None = None
     events: list[EventRecord] = field(default_factory=list)  # events just before this item
     tsc: int | None = None
+    symbolizer: object = field(default=None, repr=False, compare=False)
 
     @property
     def is_error(self):
@@ -28,14 +35,64 @@ class Item:
     def kind(self):
         return "error" if self.gap is not None else "instruction"
 
+    @property
+    def location(self):
+        """The instruction's Location (module, function, file, line, disassembly); None for a gap."""
+        if self.gap is not None:
+            return None
+        if self.symbolizer is None:
+            raise LldbTraceError("this item has no symbolizer: read items through lldb_trace.api to get locations")
+        return self.symbolizer.locate(self.address)
+
+    @property
+    def module(self):
+        return self.location and self.location.module
+
+    @property
+    def symbol(self):
+        """The symbol's name (for a PLT stub, the symbol it jumps to), as JSON dumps give it."""
+        return self.location and self.location.function
+
+    @property
+    def function(self):
+        """``module`function`` as LLDB prints it (``module`symbol stub for: free`` in a PLT stub)."""
+        return self.location and self.location.function_label
+
+    @property
+    def file(self):
+        return self.location and self.location.file
+
+    @property
+    def line(self):
+        return self.location and self.location.line
+
+    @property
+    def source(self):
+        """``file:line`` (the file's base name), or None without line information."""
+        return self.location and self.location.source
+
+    @property
+    def disassembly(self):
+        return self.location and self.location.disassembly
+
+    def __repr__(self):
+        if self.gap is not None:
+            return f"<Item {self.index} error {self.gap.code}: {self.gap.text!r}>"
+        if self.symbolizer is None:
+            return f"<Item {self.index} 0x{self.address:x}>"
+        where = self.location
+        source = f" at {where.source}" if where.source else ""
+        return f"<Item {self.index} 0x{self.address:x} {where.function_label}{source}: {where.disassembly}>"
+
 
 class TraceCursor:
     """A position in ``decoded`` that moves forwards or backwards over its items."""
 
-    def __init__(self, decoded, expander, forwards=False):
+    def __init__(self, decoded, expander, forwards=False, symbolizer=None):
         self.decoded = decoded
         self.expander = expander
         self.forwards = forwards
+        self.symbolizer = symbolizer
         self.index = 0 if forwards else decoded.item_count - 1
 
     @property
@@ -69,6 +126,7 @@ class TraceCursor:
                 gap,
                 decoded.events_before(index),
                 decoded.timestamp(index) if decoded.has_timestamps else None,
+                self.symbolizer,
             )
             self.index = index + (1 if self.forwards else -1)
 
@@ -111,3 +169,59 @@ def _walk_part(part, base, local, step, expander):
             previous = entries[position]
             first -= sizes[previous] or 1
             local = first + (sizes[previous] or 1) - 1
+
+
+def runs(decoded, start, expander):
+    """From item ``start`` on: ``(index, addresses)`` per block (the first one from ``start``), or ``(index, Gap)``.
+
+    Each run ends where the block does: at a call, a return, an indirect or
+    conditional branch, or an event.  Following a call's first few blocks
+    this way costs nothing per instruction.
+    """
+    if not 0 <= start < decoded.item_count:
+        return
+    first_part, _ = decoded.part_of(start)
+    local = start - decoded.part_starts[first_part]
+    for part, base in zip(decoded.parts[first_part:], decoded.part_starts[first_part:], strict=False):
+        if part.item_count and local < part.item_count:
+            position, first = part.locate(local)
+            entries = part.entries
+            for k in range(position, len(entries)):  # not a slice: that would copy the entries
+                entry = entries[k]
+                size = part.block_sizes[entry]
+                if not size:
+                    yield base + first, replace(part.gap(entry), index=base + first)
+                else:
+                    skip = max(0, local - first)
+                    yield base + first + skip, expander.addresses(part.block_ips[entry], size)[skip:]
+                first += size or 1
+        local = 0
+
+
+def entry_positions(decoded, indices):
+    """``(part number, entry position, first item of the entry)`` holding each of ``indices``, in one forward sweep.
+
+    ``indices`` must be sorted and below ``item_count``: each lookup walks on
+    from the previous one (jumping by checkpoint when that is shorter), so
+    many nearby lookups cost one pass over the entries, never a search each.
+    """
+    parts, starts = decoded.parts, decoded.part_starts
+    k, position, first = 0, None, 0
+    for index in indices:
+        while index >= starts[k] + parts[k].item_count:
+            k, position = k + 1, None
+        part, local = parts[k], index - starts[k]
+        if position is None or local < first or _beyond_next_checkpoint(part, position, local):
+            position, first = part.locate(local)
+        else:
+            entries, sizes = part.entries, part.block_sizes
+            while local >= first + (sizes[entries[position]] or 1):
+                first += sizes[entries[position]] or 1
+                position += 1
+        yield k, position, first
+
+
+def _beyond_next_checkpoint(part, position, local):
+    """Is item ``local`` past the checkpoint after entry ``position`` (so that a search beats walking)?"""
+    checkpoint = position // CHECKPOINT_SPACING + 1
+    return checkpoint < len(part.checkpoints) and local >= part.checkpoints[checkpoint]

@@ -1,0 +1,112 @@
+"""Source lines from DWARF line programs (pyelftools), as LLDB's line entries give them.
+
+A large library's debug file holds thousands of compile units, so a unit's
+line program is read only when an address inside it is asked for (found
+through ``.debug_aranges``; without them, every unit is read at once).
+Within a sequence, rows at one address keep the last, as LLDB's line table does.
+"""
+
+import os
+from bisect import bisect_right
+
+from elftools.elf.elffile import ELFFile
+
+
+class _Sequence:
+    """One contiguous run of rows: ``starts[k]`` begins the row ``(file, line)`` of ``rows[k]``."""
+
+    def __init__(self):
+        self.starts, self.rows, self.end = [], [], None
+
+    def add(self, address, row):
+        if self.starts and self.starts[-1] == address:
+            self.rows[-1] = row
+        else:
+            self.starts.append(address)
+            self.rows.append(row)
+
+
+class LineTable:
+    """``find(file address) -> (full path, line)`` over the DWARF of the ELF file at ``path``."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:  # the DWARF sections are copied into memory: the file can close
+            self._dwarf = ELFFile(f).get_dwarf_info()
+        self._aranges = self._dwarf.get_aranges()
+        self._units = {}  # compile unit offset -> its sequences, sorted by start
+        self._everything = None
+
+    def find(self, address):
+        if self._aranges is not None:
+            offset = self._aranges.cu_offset_at_addr(address)
+            if offset is None:
+                return None
+            if offset not in self._units:
+                self._units[offset] = _Sequences(_sequences(self._dwarf, self._dwarf.get_CU_at(offset)))
+            return self._units[offset].find(address)
+        if self._everything is None:
+            self._everything = _Sequences([s for unit in self._dwarf.iter_CUs() for s in _sequences(self._dwarf, unit)])
+        return self._everything.find(address)
+
+
+class _Sequences:
+    """Sequences sorted by their first address (they do not overlap)."""
+
+    def __init__(self, sequences):
+        self._sequences = sorted(sequences, key=lambda s: s.starts[0])
+        self._firsts = [s.starts[0] for s in self._sequences]
+
+    def find(self, address):
+        k = bisect_right(self._firsts, address) - 1
+        if k < 0 or address >= self._sequences[k].end:
+            return None
+        sequence = self._sequences[k]
+        return sequence.rows[bisect_right(sequence.starts, address) - 1]
+
+
+def _sequences(dwarf, unit):
+    program = dwarf.line_program_for_CU(unit)
+    if program is None:
+        return []
+    paths = _file_paths(program, unit)
+    found, current = [], _Sequence()
+    for entry in program.get_entries():
+        state = entry.state
+        if state is None:
+            continue
+        if state.end_sequence:
+            if current.starts:
+                current.end = state.address
+                found.append(current)
+            current = _Sequence()
+        else:
+            current.add(state.address, (paths.get(state.file), state.line))
+    return found
+
+
+def _file_paths(program, unit):
+    """File index -> path, numbered and joined as LLVM's line tables do (DWARF 5 counts from 0, earlier from 1)."""
+    version = program.header["version"]
+    comp_dir = _text(unit.get_top_DIE().attributes.get("DW_AT_comp_dir")) or ""
+    directories = [_decoded(d) for d in program["include_directory"]]
+    paths = {}
+    for k, entry in enumerate(program["file_entry"]):
+        if version >= 5:
+            index, directory = k, directories[entry.dir_index] if entry.dir_index < len(directories) else ""
+            in_comp_dir = entry.dir_index != 0  # directory 0 is the compilation directory itself
+        else:
+            index, directory = k + 1, "" if entry.dir_index == 0 else directories[entry.dir_index - 1]
+            in_comp_dir = True
+        path = os.path.join(directory, _decoded(entry.name))
+        if in_comp_dir:
+            path = os.path.join(comp_dir, path)
+        paths[index] = os.path.normpath(path)  # LLDB's FileSpec drops . and folds ..
+    return paths
+
+
+def _text(attribute):
+    return _decoded(attribute.value) if attribute is not None else None
+
+
+def _decoded(value):
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value

@@ -1,0 +1,71 @@
+"""Locations of a traced process's addresses from its module files alone (no LLDB).
+
+Gives the answers LLDB gives for the same addresses (see elf_symbols.py and
+dwarf_lines.py for how): the module's file name, the function (or the PLT
+stub's symbol), the line table row's file and line, and the instruction in
+AT&T or Intel syntax.  Every answer is cached per address.
+"""
+
+import os
+from bisect import bisect_right
+
+from ..elf_info import ElfInfo, NotAnElfError
+from .disassembly import Disassembler
+from .elf_symbols import ModuleSymbols
+from .location import Location
+
+
+class ElfSymbolizer:
+    """``locate(address) -> Location`` for bundle ``modules`` (at run-time addresses), code read via ``memory``."""
+
+    def __init__(self, modules, memory, flavor="att"):
+        self._modules = sorted(modules, key=lambda module: module.load_address)
+        self._starts = [module.load_address for module in self._modules]
+        self._symbols = {}
+        self._disassembler = Disassembler(memory.read, flavor)
+        self._cache = {}
+
+    def locate(self, address):
+        found = self._cache.get(address)
+        if found is None:
+            found = self._cache[address] = self._locate(address)
+        return found
+
+    def _locate(self, address):
+        mnemonic, operands = self._disassembler.instruction(address)
+        module = self._module_at(address)
+        if module is None:
+            return Location(None, None, None, None, mnemonic, operands)
+        symbols, bias = self._module_symbols(module)
+        file_address = address - bias
+        function = symbols.function_at(file_address) if symbols else None
+        line = symbols.line_at(file_address) if symbols else None
+        return Location(
+            os.path.basename(module.path),
+            function[0] if function else None,
+            line[0] if line else None,
+            line[1] if line and line[1] else None,
+            mnemonic,
+            operands,
+            stub=bool(function and function[1]),
+        )
+
+    def _module_at(self, address):
+        k = bisect_right(self._starts, address) - 1
+        if k < 0:
+            return None
+        module = self._modules[k]
+        return module if address < module.load_address + module.size else None
+
+    def _module_symbols(self, module):
+        """``(ModuleSymbols or None, run-time minus file address)`` of ``module``, read once."""
+        key = module.load_address
+        if key not in self._symbols:
+            try:
+                elf = ElfInfo(module.path)
+            except (NotAnElfError, OSError):
+                self._symbols[key] = (None, 0)
+            else:
+                symbols = ModuleSymbols(module.path, elf.build_id)
+                self._symbols[key] = (symbols, module.load_address - elf.first_load_vaddr)
+        return self._symbols[key]

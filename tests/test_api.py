@@ -1,0 +1,103 @@
+"""The Python API: readable reprs, items that say what they are (from LLDB inside it, from the ELF and
+DWARF outside it, with the same answers), and one-line errors for a target without a trace."""
+
+import sys
+
+import pytest
+from conftest import ROOT
+from libcalls_recording import record_libcalls
+
+import lldb_trace.api as api
+from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.errors import LldbTraceError
+
+sys.path.insert(0, str(ROOT / "test_traces"))
+from scenarios import modules_match
+
+CRASH = ROOT / "test_traces" / "crash" / "trace.json"
+
+
+@pytest.fixture
+def crash():
+    if not modules_match(CRASH):
+        pytest.skip("the crash scenario was recorded against system libraries that differ here")
+    return api.open_bundle(CRASH)
+
+
+@pytest.fixture
+def session(tmp_path):
+    lldb_session = pytest.importorskip("lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    session = lldb_session.Session(tmp_path)
+    yield session
+    session.close()
+
+
+def test_reprs_are_short_and_say_what_they_are(crash):
+    assert repr(crash) == f"<Trace {CRASH} (intel-pt-lldb): process 5707 (threads 5707)>"
+    thread = crash.thread(5707)
+    assert repr(thread) == "<ThreadTrace tid 5707 of process 5707: not decoded yet>"
+    count = thread.item_count
+    assert repr(thread) == f"<ThreadTrace tid 5707 of process 5707: {count} items, {count} instructions, 0 errors>"
+    root = thread.call_forest().trees[0]
+    assert repr(root) == f"<Call [0..{count - 1}] depth 0 at 0x401154, 2 callees>"  # not its whole subtree
+    puts = root.children[0]
+    assert repr(puts).endswith("via stub 0x401030 (bound lazily), 3 callees>")
+    assert repr(thread.item(0)) == "<Item 0 0x401154 crash`main at crash.c:12: pushq %rbp>"
+
+
+def test_items_describe_themselves_without_lldb(crash):
+    thread = crash.thread(5707)
+    item = thread.item(0)
+    assert (item.function, item.symbol, item.module) == ("crash`main", "main", "crash")
+    assert item.file.endswith("/crash.c") and (item.line, item.source) == (12, "crash.c:12")
+    assert item.disassembly == "pushq %rbp"
+    stub = next(item for item in thread.items(limit=20) if item.address == 0x401030)
+    assert (stub.function, stub.symbol, stub.location.stub) == ("crash`symbol stub for: puts", "puts", True)
+    assert thread.locate(0x401154) == item.location
+    intel = api.open_bundle(CRASH, disassembly_flavor="intel").thread(5707).item(0)
+    assert intel.disassembly == "push rbp"
+
+
+def executed(bundle_path):
+    """Every distinct address the bundle's (single) thread ran, from its ground truth."""
+    [truth] = (bundle_path.parent / "ground_truth").glob("*.txt")
+    return sorted(set(GroundTruth.read(truth).addresses))
+
+
+def test_the_elf_symbolizer_answers_as_lldb_does(session, tmp_path):
+    """Module, function (or stub), file, line and disassembly of every executed address, on -g programs."""
+    from lldb_trace.commands.symbols import Symbolizer
+
+    bundles = [record_libcalls(tmp_path)[0]] + ([CRASH] if modules_match(CRASH) else [])
+    for bundle in bundles:
+        session.ok(f"pt load {bundle}")
+        process_trace = api.of_target(session.target).processes[0]
+        from_lldb = Symbolizer(session.target, process_trace.memory)
+        from_elf = api.open_bundle(bundle).threads[0].symbolizer
+        addresses = executed(bundle)
+        differing = [hex(a) for a in addresses if from_elf.locate(a) != from_lldb.locate(a)]
+        assert not differing, (bundle, differing[:5], from_elf.locate(int(differing[0], 16)))
+        modules = {from_lldb.locate(a).module for a in addresses}
+        assert {"libc.so.6", "libm.so.6"} <= modules or bundle == CRASH
+        assert any(from_lldb.locate(a).stub for a in addresses)  # PLT stubs were among them
+
+
+def test_of_target_says_what_is_missing(session):
+    with pytest.raises(LldbTraceError, match="of_target needs an LLDB target, not NoneType"):
+        api.of_target(None)
+    import lldb
+
+    with pytest.raises(LldbTraceError, match="no target is selected: load a trace first with 'trace load BUNDLE'"):
+        api.of_target(lldb.SBTarget())
+    session.ok(f"target create {sys.executable}")
+    with pytest.raises(
+        LldbTraceError, match=r"has no trace: load one with 'trace load BUNDLE', or trace .* 'pt start'"
+    ):
+        api.of_target(session.target)
+
+
+def test_of_target_items_come_from_lldb(session, crash):
+    session.ok(f"pt load {CRASH}")
+    thread = api.of_target(session.target).thread(5707)
+    assert thread.item(0).function == "crash`main" and thread.item(0).source == "crash.c:12"
+    assert repr(thread.item(0)) == repr(crash.thread(5707).item(0))
