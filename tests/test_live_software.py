@@ -502,3 +502,44 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     # handler is installed and every instruction of the loop must have been single-stepped.
     looped = [address for address in addresses[addresses.index(second) :] if start <= address < end]
     assert len(looped) > 4 * 40 and backend.single_steps[tid] >= len(looped)
+
+
+def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, monkeypatch):
+    """The vdso's clock code retries until it reads the time within one kernel tick: stepped, it never returns.
+
+    The recorder lets it run at full speed back to its caller and records tracing off in between (a
+    TIP.PGD to the vdso, a TIP.PGE at the return address), so the trace holds exactly the instructions
+    the recorder followed, a call into the vdso opens no call in the tree, and native lldb-22 decodes
+    the saved bundle to the same instructions.
+    """
+    import native_lldb
+
+    binary = _launchable(tmp_path, monkeypatch, "clock.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.launch(binary, "-n main", "-n finished")
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        target = session.target
+        thread = target.GetProcess().GetSelectedThread()
+        assert thread.GetFrameAtIndex(0).GetFunctionName() == "finished"
+        tid = thread.GetThreadID()
+        live_session = live.session_for(target)
+        trace = live_session.trace
+        addresses = [item.address for item in trace.cursor(tid, forwards=True).items()]
+        truth = list(live_session.backend.flows[tid].truth.addresses)
+        vdso = live_session.backend.vdso
+        events = trace.decoded(tid).events
+        calls = trace.call_forest(tid).calls()
+        names = [target.ResolveLoadAddress(call.address).GetSymbol().GetName() for call in calls if call.depth == 1]
+        session.ok(f"trace save {tmp_path / 'saved'}")
+        target.GetProcess().Kill()
+    finally:
+        session.close()
+    assert addresses == truth and not any(vdso[0] <= address < vdso[1] for address in addresses)
+    off = [e.index for e in events if e.type.name == "DISABLED" and vdso[0] <= e.ip < vdso[1]]
+    on = [e.index for e in events if e.type.name == "ENABLED" and e.index in off]
+    assert len(off) == 3 and on == off  # three clock reads, each with tracing off and on before the same item
+    assert [name.split("@")[0] for name in names] == ["clock_gettime"] * 3 + ["finished"]  # main's callees
+    if native_lldb.available():
+        assert native_lldb.decode_addresses(tmp_path / "saved" / "trace.json")[tid] == addresses

@@ -12,7 +12,7 @@ debuggee's state.
 The emulator stops before anything whose result it cannot know: a system
 call or other far transfer, instructions that read the machine (cpuid,
 rdtsc, rdrand...), x87 and AVX code (their state is not loaded), memory
-that something else may change (shared mappings, the vvar page), a fault,
+that something else may change (shared mappings, the vvar page), the vdso, a fault,
 and the addresses the debugger watches.  The real thread takes it from
 there, branch by branch.
 """
@@ -42,7 +42,9 @@ MAX_BLOCKS = 4_000_000  # and its length: 8 bytes a block, about 20 million inst
 PAGE = 4096
 _UNKNOWN = object()
 _MMX_REGISTER = re.compile(r"\bmm[0-7]\b")
-_VOLATILE_MAPPINGS = ("[vvar]", "[vvar_vclock]", "[vsyscall]")  # the kernel changes or traps these
+# The kernel changes or traps these; the vdso's clock code retries until it reads the time within a kernel tick,
+# so the live recorder runs it untraced, at full speed, and predictions stop at its door.
+_NOT_EMULATED = ("[vvar]", "[vvar_vclock]", "[vsyscall]", "[vdso]")
 _UNPREDICTABLE = frozenset((
     "syscall", "sysenter", "int", "int1", "int3", "into",  # into the kernel
     "cpuid", "rdtsc", "rdtscp", "rdrand", "rdseed", "rdpid", "rdpmc", "rdpkru", "xgetbv",  # read the machine
@@ -170,7 +172,7 @@ class _Run:
         self.known_blocks = predictor.decoded_blocks
         self.stop_before = stop_before  # a block count: emulate again up to an earlier run's cut
         self.mappings = sorted(
-            (m for m in mappings if "r" in m.perms and m.perms[3] == "p" and m.path not in _VOLATILE_MAPPINGS),
+            (m for m in mappings if "r" in m.perms and m.perms[3] == "p" and m.path not in _NOT_EMULATED),
             key=lambda m: m.start,
         )
         self.faulted = self.out_of_time = False

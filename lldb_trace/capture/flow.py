@@ -23,6 +23,7 @@ class FlowOptions:
     overflow_at: int | None = None  # inject an overflow at this instruction index
     overflow_lost: int = 64  # instructions lost in the injected overflow
     keep_addresses: bool = True  # the ground truth's addresses (8 bytes each), or only their count
+    untraced: tuple = ()  # (start, end) ranges of code not followed (the live recorder's vdso)
 
 
 class ThreadFlow:
@@ -89,6 +90,17 @@ class ThreadFlow:
             self.writer.interrupt(self.current)
         self.current = handler_ip
 
+    def untraced(self, new_ip):
+        """From ``current`` the thread ran code the recorder does not follow (the vdso) and now stands at ``new_ip``.
+
+        The stream shows tracing off in between (TIP.PGD with the branch target, or FUP + TIP.PGD
+        where the thread stood in that code, then TIP.PGE at ``new_ip``), as a PT address filter
+        shows code outside its ranges: no instruction is invented or lost.
+        """
+        if self._overflow_state != "lost":
+            self.writer.end(self.current)
+        self.current = new_ip
+
     def lost(self, new_ip):
         """The thread went from ``current`` to ``new_ip`` along an unknown path: a gap, as after an overflow."""
         if self._overflow_state != "lost":
@@ -124,7 +136,10 @@ class ThreadFlow:
         if flow == Flow.CONDITIONAL:
             writer.conditional(new_ip != insn.next_address)
         elif flow == Flow.INDIRECT:
-            writer.indirect(new_ip)
+            if any(start <= new_ip < end for start, end in self.options.untraced):
+                writer.branch_out(new_ip)
+            else:
+                writer.indirect(new_ip)
         elif flow == Flow.FAR:
             writer.leave()
         if self._overflow_due(index) and flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:

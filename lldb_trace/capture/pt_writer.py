@@ -148,6 +148,12 @@ class StreamWriter:
         self.flush_tnt()
         self._ip_packet(PacketType.TIP, target)
 
+    def branch_out(self, target):
+        """A branch to ``target``, outside the code traced (as a PT address filter reports it)."""
+        self.flush_tnt()
+        self._ip_packet(PacketType.TIP_PGD, target)
+        self.enabled = False
+
     def leave(self):
         """A syscall or other far transfer out of user space."""
         self.flush_tnt()

@@ -7,7 +7,10 @@ libipt block, so no instruction needs expanding), plus the gaps:
 - a return closes the current call; returning from the outermost call means
   it was called before the trace began, so a new root, an "untraced" caller,
   is put above it, named by the instruction the return went to;
-- a gap ends every open call, and the items after it start a new tree.
+- a gap ends every open call, and the items after it start a new tree;
+- a call after which tracing stops and resumes at its return address ran
+  untraced (the live recorder's vdso, code outside a PT address filter): it
+  opens no child.
 
 A call is named by the function that ran: one that starts in a PLT stub is
 followed through the stub (and, on a lazily bound first call, through ld.so's
@@ -16,7 +19,7 @@ resolver) to the library function it reached (see plt.py).
 
 from dataclasses import dataclass, field
 
-from ..libipt import InsnClass
+from ..libipt import EventType, InsnClass
 from .cursor import entry_positions, runs
 from .plt import reached_function
 
@@ -61,7 +64,7 @@ class CallForest:
     """The trees of a thread's calls, one per stretch between gaps."""
 
     def __init__(self, decoded, expander, plt=None):
-        self.trees, resumed = _build(decoded)
+        self.trees, resumed = _build(decoded, _untraced_callees(decoded, expander))
         self._ordered = tuple(call for tree in self.trees for call in tree.walk())
         firsts = (call.first for call in self._ordered)  # sorted: the order is by first index
         plt = plt if plt else None
@@ -103,7 +106,20 @@ def _address_of(decoded, index, expander):
     return None
 
 
-def _build(decoded):
+def _untraced_callees(decoded, expander):
+    """Items of calls whose callee ran untraced: tracing resumes at the call's return address right after it."""
+    resumed_at = {
+        event.index: event.ip for event in decoded.events if event.type == EventType.ENABLED and event.ip is not None
+    }
+    found = set()
+    for index in resumed_at:
+        address = _address_of(decoded, index - 1, expander) if index else None
+        if address is not None and expander.classifier[address].next_address == resumed_at[index]:
+            found.add(index - 1)
+    return found
+
+
+def _build(decoded, untraced_callees):
     """The trees, and ``(untraced caller, index of the first item it ran)`` for every untraced caller."""
     total = decoded.item_count
     if not total:
@@ -137,7 +153,7 @@ def _build(decoded):
             continue
         if current is None or index + 1 >= total:
             continue
-        if iclass == InsnClass.CALL:
+        if iclass == InsnClass.CALL and index not in untraced_callees:
             child = Call(index + 1, parent=current)
             current.children.append(child)
             current = child

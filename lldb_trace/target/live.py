@@ -61,7 +61,9 @@ class SoftwareBackend:
         self.process_memory = _process_memory(process)
         self.predictor = emulation.Predictor(self._page_reader(read))
         clock = time.monotonic_ns if tsc else None
-        options = FlowOptions(psb_period or 4096, clock, keep_addresses=KEEP_ADDRESSES)
+        self.vdso = vdso_span(process.GetTarget())
+        untraced = (self.vdso,) if self.vdso else ()
+        options = FlowOptions(psb_period or 4096, clock, keep_addresses=KEEP_ADDRESSES, untraced=untraced)
         self.flows = {}
         for tid in tids:
             pc = process.GetThreadByID(tid).GetFrameAtIndex(0).GetPC()
@@ -103,7 +105,10 @@ class SoftwareBackend:
         thread stopped cannot be told, and only a gap is recorded.
         """
         run = self.pending.pop(tid, None)
-        if not isinstance(run, emulation.Prediction):
+        if isinstance(run, UntracedRun):
+            self.flows[tid].untraced(pc)
+            self._changed(tid)
+        elif not isinstance(run, emulation.Prediction):
             if run is not None:
                 self.ran(tid, _executed(run, pc))
         elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
@@ -160,6 +165,17 @@ class SoftwareBackend:
     def close(self):
         if self.process_memory is not None:
             self.process_memory.close()
+
+
+class UntracedRun:
+    """A run the recorder does not follow: the vdso, run at full speed back to ``end`` (its caller).
+
+    Its clock functions retry until they read the time within one kernel tick; stepped through
+    LLDB, each try takes longer than a tick, so they would never return.
+    """
+
+    def __init__(self, end):
+        self.end = end
 
 
 class IntelPtBackend:
@@ -245,9 +261,8 @@ def target_modules(target):
     return modules
 
 
-def vdso_image(target):
-    """``(load address, bytes)`` of the vdso, read from the process (it has no file), or None."""
-    process = target.GetProcess()
+def vdso_span(target):
+    """``(start, end)`` of the vdso's pages in the process, or None."""
     for module in target.module_iter():
         if module.GetFileSpec().GetFilename() != "[vdso]":
             continue
@@ -259,10 +274,18 @@ def vdso_image(target):
         ]
         if start == lldb.LLDB_INVALID_ADDRESS or not ends:
             return None
-        size = (max(ends) - start + 0xFFF) & ~0xFFF
-        data = _read(process, start, size)
-        return (start, data) if len(data) == size else None
+        return start, (max(ends) + 0xFFF) & ~0xFFF
     return None
+
+
+def vdso_image(target):
+    """``(load address, bytes)`` of the vdso, read from the process (it has no file), or None."""
+    span = vdso_span(target)
+    if span is None:
+        return None
+    start, end = span
+    data = _read(target.GetProcess(), start, end - start)
+    return (start, data) if len(data) == end - start else None
 
 
 def _uuid(module):
@@ -483,6 +506,9 @@ class RecordingPlan:
         self.returning_to = None  # (return address, callee's CFA) while next/step run a call out
         self.watched = self.rule.watched  # and the return address then: where runs must stop
         self.mappings = None  # the process's, read again after every system call
+        self.vdso = self.backend.vdso
+        if self._in_vdso(self.thread.GetFrameAtIndex(0).GetPC()) and self._run_out_of_vdso():
+            return
         if self._running():
             self._plan_run(self.thread.GetFrameAtIndex(0))
 
@@ -518,6 +544,8 @@ class RecordingPlan:
             # Complete, the plan leaves LLDB's plan stack and its description is the stop reason.
             self.thread_plan.SetPlanComplete(True)
             return True
+        if self._in_vdso(pc) and self._run_out_of_vdso():
+            return False
         if self.rule.mode in ("next", "step") and self.returning_to is None:
             self._run_out_of_call(frame)
         if self._running():
@@ -527,6 +555,21 @@ class RecordingPlan:
     def _running(self):
         """Whether the thread runs (predicted, or branch to branch) rather than single-steps now."""
         return self.may_run and (self.rule.mode in ("continue", "finish") or self.returning_to is not None)
+
+    def _in_vdso(self, pc):
+        return self.vdso is not None and self.vdso[0] <= pc < self.vdso[1]
+
+    def _run_out_of_vdso(self):
+        """Let the vdso run at full speed back to its caller, untraced (see UntracedRun); False if it cannot."""
+        caller = self.thread.GetFrameAtIndex(1)
+        resume = caller.GetPC() if caller.IsValid() else None
+        if resume is None or self._in_vdso(resume):
+            return False
+        if resume not in self.rule.breakpoints and not self._run_to(resume):
+            return False  # (at a user's breakpoint, that breakpoint ends the run)
+        self.backend.pending[self.tid] = UntracedRun(resume)
+        self.arrivals_left = 1
+        return True
 
     def _run_out_of_call(self, frame):
         """For next/step in a call they do not stop in: run to its return (only breakpoints stop it).
