@@ -302,3 +302,50 @@ def test_kernel_image_gets_a_target_of_its_own(session, tmp_path):
     kernel = session.debugger.GetTargetAtIndex(1)
     module = kernel.GetModuleAtIndex(0)
     assert module.GetObjectFileHeaderAddress().GetLoadAddress(kernel) == 0xFFFFFFFF81000000
+
+
+def _copied(folder, tmp_path):
+    """A copy of the committed bundle ``folder`` with module and trace paths pointing back into the repository."""
+    document = json.loads((folder / "trace.json").read_text())
+    for process in document["processes"]:
+        for module in process["modules"]:
+            if "file" in module:
+                module["file"] = str(folder / module["file"])
+        for thread in process["threads"]:
+            thread["iptTrace"] = str(folder / thread["iptTrace"])
+    return document
+
+
+def test_load_selects_the_thread_a_signal_stopped(session, tmp_path):
+    """Live LLDB selects the thread that crashed; a loaded trace does too, not the main thread."""
+    folder = ROOT / "test_traces" / "threads"
+    loadable(folder)
+    document = _copied(folder, tmp_path)
+    worker = document["processes"][0]["threads"][1]
+    worker["stopReason"] = {"signal": 11, "description": "signal SIGSEGV: address not mapped to object"}
+    (tmp_path / "trace.json").write_text(json.dumps(document))
+    output = session.ok(f"pt load {tmp_path / 'trace.json'}")
+    thread = session.target.GetProcess().GetSelectedThread()
+    assert thread.GetThreadID() == worker["tid"] and "signal SIGSEGV" in output
+
+
+def test_a_thread_without_instructions_says_so_instead_of_reading_address_zero(session, tmp_path):
+    document = _copied(ROOT / "test_traces" / "static", tmp_path)
+    document["processes"][0]["threads"].append({"tid": 99999})
+    (tmp_path / "trace.json").write_text(json.dumps(document))
+    session.ok(f"trace load {tmp_path / 'trace.json'}")
+    listed = session.ok("thread list")
+    assert "tid = 99999, 0x0000000000000000, stop reason = no trace of its own: where it stopped is unknown" in listed
+    result = session.handle("thread select 2")
+    _out, err = session.streams()
+    assert result.Succeeded() and "error" not in result.GetError() + err
+
+
+def test_load_warns_of_a_truncated_trace(session, tmp_path):
+    folder = ROOT / "test_traces" / "crash"
+    loadable(folder)
+    shutil.copytree(folder, tmp_path / "crash")
+    (trace,) = (tmp_path / "crash" / "traces").iterdir()
+    trace.write_bytes(trace.read_bytes()[:200])  # inside a TIP packet
+    output = session.ok(f"pt load {tmp_path / 'crash'}")
+    assert "    warning: thread 5707: the trace is truncated: it ends inside a tip packet at offset 0xc6" in output

@@ -3,10 +3,11 @@
 import lldb
 
 from ..bundle import load_bundle
+from ..decode.truncation import find_file_cut
 from ..target import registry
 from ..target.postmortem import create_targets
 from .base import TraceCommand, help_paragraphs
-from .dump import format_info, session_info
+from .dump_info import format_info, session_info
 
 
 class LoadCommand(TraceCommand):
@@ -39,11 +40,30 @@ class LoadCommand(TraceCommand):
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")
             for target in targets:
                 result.AppendMessage(f"  target #{debugger.GetIndexOfTarget(target)}: {_describe(target)}")
+                for warning in _warnings(target):
+                    result.AppendMessage(f"    warning: {warning}")
                 if self.get_parser().was_set("verbose"):
                     result.AppendMessage(_contents(target))
         if bundles:
             result.AppendMessage(_stop_location(debugger).rstrip())
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _warnings(target):
+    """What to know before trusting where a thread is shown stopped: a cut trace, or one without instructions.
+
+    Threads LLDB has not asked about yet are not decoded for this: a cut is found from the file's tail.
+    """
+    process_trace = registry.for_target(target)
+    found = []
+    for thread in process_trace.process.threads if process_trace else ():
+        decoded = process_trace.decoded_if_done(thread.tid)
+        cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
+        if cut:
+            found.append(f"thread {thread.tid}: the trace is truncated: it ends inside {cut.describe()}")
+        elif decoded is not None and not decoded.instruction_count:
+            found.append(f"thread {thread.tid}: its trace holds no instructions")
+    return found
 
 
 def _contents(target):

@@ -52,7 +52,7 @@ def _process_target(debugger, process_trace):
             if not target.AddModule(str(module.path), process.triple, module.build_id).IsValid():
                 raise TargetError(f"LLDB could not load module {module.path}")
         _launch(debugger, target, key)
-        _select_main_thread(target.GetProcess(), process.pid)
+        _select_thread(target.GetProcess(), process_trace)
     except Exception:
         registry.remove(key)
         debugger.DeleteTarget(target)
@@ -79,10 +79,12 @@ def _launch(debugger, target, key):
         raise TargetError(f"LLDB could not create the traced process: {error.GetCString()}")
 
 
-def _select_main_thread(process, pid):
-    main = process.GetThreadByID(pid)
-    if main.IsValid():
-        process.SetSelectedThread(main)
+def _select_thread(process, process_trace):
+    """The thread a signal stopped (a crash), as live LLDB selects it; else the main thread."""
+    signalled = [thread.tid for thread in process_trace.process.threads if thread.stop is not None]
+    chosen = process.GetThreadByID(signalled[0] if signalled else process_trace.pid)
+    if chosen.IsValid():
+        process.SetSelectedThread(chosen)
 
 
 def _kernel_target(debugger, kernel):

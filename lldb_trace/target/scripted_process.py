@@ -94,6 +94,8 @@ class TraceThread(ScriptedThread):
         return self.trace.end_ip(self.tid) or 0
 
     def get_stop_reason(self):
+        if not self._pc():
+            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._why_no_pc()}}
         if self.stop is None:
             return _STOPPED
         data = {"signal": self.stop.signal}
@@ -101,8 +103,14 @@ class TraceThread(ScriptedThread):
             data["desc"] = self.stop.description
         return {"type": lldb.eStopReasonSignal, "data": data}
 
+    def _why_no_pc(self):
+        if self.trace.decoded(self.tid) is None:
+            return "no trace of its own: where it stopped is unknown"
+        return "its trace holds no instructions: where it stopped is unknown"
+
     def get_stackframes(self):
-        return [{"idx": 0, "pc": self._pc()}]
+        pc = self._pc()
+        return [{"idx": 0, "pc": pc}] if pc else []
 
     def get_register_context(self):
         return struct.pack("<Q", self._pc())

@@ -1,0 +1,136 @@
+"""The session info of ``pt dump`` (no mode option) and ``pt load -v``: what a traced process holds.
+
+Built as plain data first (the ``--json`` form), then formatted as text, so
+both forms say the same things: the CPU, every module, and per thread its
+trace, the signal that stopped it, a truncation, and the decode's counts.
+"""
+
+from ..decode.truncation import find_file_cut
+
+
+def session_info(process_trace, target, tids, verbose):
+    """Everything ``pt dump`` shows, as plain data (the --json form)."""
+    bundle = process_trace.bundle
+    cpu = bundle.cpu
+    info = {
+        "technology": "intel-pt",
+        "bundle": str(bundle.path),
+        "format": bundle.format,
+        "cpu": {"vendor": cpu.vendor, "family": cpu.family, "model": cpu.model, "stepping": cpu.stepping},
+        "process": {"pid": process_trace.pid, "triple": process_trace.process.triple},
+        "modules": [
+            {
+                "systemPath": module.system_path,
+                "file": str(module.path),
+                "loadAddress": f"0x{module.load_address:x}",
+                "size": module.size,
+                "uuid": module.build_id or module.uuid,
+            }
+            for module in process_trace.process.modules
+        ],
+        "threads": [_thread_info(process_trace, target, tid) for tid in tids],
+    }
+    if verbose:
+        info["bundleText"] = bundle.text
+    return info
+
+
+def _thread_info(process_trace, target, tid):
+    thread = process_trace.thread(tid)
+    lldb_thread = target.GetProcess().GetThreadByID(tid)
+    info = {
+        "tid": tid,
+        "index": lldb_thread.GetIndexID() if lldb_thread.IsValid() else None,
+        "traceFile": str(thread.trace) if thread.trace else None,
+        "traceSize": thread.trace_size,
+    }
+    if thread.stop is not None:  # the signal the bundle says stopped the thread (a crash)
+        stop = thread.stop
+        info["stopReason"] = {"signal": stop.signal, "description": stop.description or f"signal {stop.signal}"}
+        if stop.pc is not None:
+            info["stopReason"]["pc"] = f"0x{stop.pc:x}"
+    per_cpu = process_trace.per_cpu_source(tid)
+    if per_cpu is not None:
+        info["perCpu"] = per_cpu
+    backend = getattr(process_trace, "backend", None)
+    if backend is not None:
+        live_bytes = process_trace.trace_bytes(tid)
+        info["live"] = {"backend": backend.name, "bytes": len(live_bytes or b"")}
+    decoded = process_trace.decoded_if_done(tid)
+    cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
+    if cut:  # the trace ends inside a packet: the file was cut short
+        info["truncated"] = {**cut.to_json(), "text": cut.describe()}
+    if decoded is not None:
+        info["decoded"] = {
+            "instructions": decoded.instruction_count,
+            "errors": decoded.error_count,
+            "events": decoded.event_count,
+            "decodeSeconds": round(decoded.decode_seconds, 6),
+            "memoryBytes": decoded.memory_bytes,
+        }
+        forest = process_trace.forest_if_built(tid)
+        if forest is not None:
+            info["decoded"]["functionCalls"] = len(forest)
+    return info
+
+
+def format_info(info):
+    """The text form of :func:`session_info`."""
+    cpu = info["cpu"]
+    cpu_text = f"family {cpu['family']} model {cpu['model']} stepping {cpu['stepping']}"
+    lines = [
+        f"Trace technology: {info['technology']}",
+        f"CPU: {'Intel ' + cpu_text if cpu['vendor'] == 'intel' else 'unknown (no errata applied)'}",
+        f"Bundle: {info['bundle']} ({info['format']} format)",
+        f"Process {info['process']['pid']} ({info['process']['triple']})",
+        "  Modules:",
+    ]
+    for module in info["modules"]:
+        lines.append(f"    {module['systemPath']}")
+        if module["file"] != module["systemPath"]:
+            lines.append(f"      file: {module['file']}")
+        lines.append(f"      load address: {module['loadAddress']}, size: {module['size']} bytes")
+        lines.append(f"      uuid: {module['uuid'] or '(none)'}")
+    lines.append("  Threads:")
+    for thread in info["threads"]:
+        index = f"thread #{thread['index']}: " if thread["index"] is not None else ""
+        lines.append(f"    {index}tid = {thread['tid']}")
+        stop = thread.get("stopReason")
+        if stop is not None:
+            lines.append(f"      stop reason: {stop['description']}" + (f" at {stop['pc']}" if "pc" in stop else ""))
+        per_cpu = thread.get("perCpu")
+        if per_cpu is not None:
+            cpus = ", ".join(map(str, per_cpu["cpus"])) or "none"
+            lines.append(
+                f"      per-cpu trace: {per_cpu['bytes']} bytes in {per_cpu['pieces']} pieces from cpus {cpus}"
+                f" ({per_cpu['executions']} executions, {per_cpu['droppedBytes']} bytes undecodable)"
+            )
+        elif "live" in thread:
+            lines.append(f"      live trace: {thread['live']['bytes']} bytes ({thread['live']['backend']})")
+        elif thread["traceFile"] is None:
+            lines.append("      no trace of its own")
+            continue
+        else:
+            lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
+        if "truncated" in thread:
+            lines.append(
+                f"      warning: the trace is truncated: it ends inside {thread['truncated']['text']}; "
+                "what the thread ran after its last complete packet is unknown"
+            )
+        decoded = thread.get("decoded")
+        if decoded is None:
+            lines.append("      not decoded yet")
+            continue
+        calls = f", function calls: {decoded['functionCalls']}" if "functionCalls" in decoded else ""
+        lines.append(
+            f"      instructions: {decoded['instructions']}, errors: {decoded['errors']}, events: {decoded['events']}"
+            + calls
+        )
+        per_instruction = decoded["memoryBytes"] / max(decoded["instructions"], 1)
+        lines.append(
+            f"      decoded in {decoded['decodeSeconds'] * 1000:.1f} ms, "
+            f"{decoded['memoryBytes']} bytes ({per_instruction:.2f} bytes per instruction)"
+        )
+    if "bundleText" in info:
+        lines += ["Bundle file:", info["bundleText"].rstrip()]
+    return "\n".join(lines)
