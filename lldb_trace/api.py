@@ -129,7 +129,7 @@ def open_bundle(path, disassembly_flavor="att"):
 def of_target(target):
     """The Trace behind an LLDB target that ``trace load`` made or ``pt start`` traces (inside LLDB's ``script``)."""
     from .commands.symbols import Symbolizer, disassembly_flavor
-    from .target import registry
+    from .debugger import registry
 
     if target is None or not hasattr(target, "IsValid"):
         raise TargetWithoutTraceError(

@@ -1,4 +1,4 @@
-"""LLDB commands: the only layer (with target/) that imports ``lldb``.
+"""LLDB commands: the only layer (with debugger/) that imports ``lldb``.
 
 Each command family lives in its own module and is registered under the
 ``pt`` container by :func:`register`, which also routes LLDB's built-in
@@ -9,7 +9,7 @@ import sys
 
 import lldb
 
-from ..target.interpreter import run_command
+from ..debugger.interpreter import run_command
 from . import routing
 from .base import CONTAINER
 from .dump import DumpCommand

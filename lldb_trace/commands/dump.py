@@ -6,7 +6,7 @@ import lldb
 
 from ..control_flow_kind import ControlFlowKinds
 from ..errors import LldbTraceError
-from ..target import registry
+from ..debugger import registry
 from . import dump_calls, dump_instructions, dump_options
 from .base import TidOptionCommand, help_paragraphs
 from .dump_info import format_info, session_info

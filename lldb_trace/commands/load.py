@@ -4,8 +4,8 @@ import lldb
 
 from ..bundle import load_bundle
 from ..decode.truncation import find_file_cut
-from ..target import registry
-from ..target.postmortem import create_targets
+from ..debugger import registry
+from ..debugger.postmortem import create_targets
 from .base import TraceCommand, help_paragraphs
 from .dump_info import format_info, session_info
 

@@ -5,7 +5,7 @@ import lldb
 from ..bundle.model import ThreadStop
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
 from ..live_trace import LiveProcessTrace
-from ..target import live
+from ..debugger import live
 from .base import TraceCommand
 from .dump import selected_trace
 

@@ -1,7 +1,7 @@
 """``pt start`` / ``pt stop``: trace a live process (LLDB reserves ``trace start`` and ``process trace start``).
 
 With the software backend, ``continue``, ``next``, ``step`` and ``finish`` on a
-traced process run recorded (see target/live.py); the overrides installed
+traced process run recorded (see debugger/live.py); the overrides installed
 here hand every other process to LLDB's own commands untouched.
 """
 
@@ -10,7 +10,7 @@ import lldb
 from ..capture import intel_pt_backend
 from ..errors import LldbTraceError
 from ..live_trace import LiveProcessTrace
-from ..target import live, registry
+from ..debugger import live, registry
 from .base import TidOptionCommand, TraceCommand, help_paragraphs
 
 BACKENDS = (

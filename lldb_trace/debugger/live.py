@@ -31,7 +31,7 @@ from . import registry
 from .interpreter import run_command
 from .stopped_trace import FrozenBackend, ran_on
 
-PLAN_CLASS = "lldb_trace.target.live.RecordingPlan"
+PLAN_CLASS = "lldb_trace.debugger.live.RecordingPlan"
 MODES = {
     "process continue": "continue",
     "thread continue": "continue",

@@ -1,1 +1,0 @@
-"""Post-mortem LLDB targets for traced processes (imports ``lldb``)."""
