@@ -71,7 +71,7 @@ def lldb_live(binary):
     """``pt start --backend software`` + ``continue`` to finished() in the pip LLDB, in-process."""
     import lldb
 
-    from lldb_trace.target import live
+    from lldb_trace.debugger import live_session as live
 
     debugger = lldb.SBDebugger.Create(False)
     debugger.SetAsync(False)

@@ -1,19 +1,21 @@
-"""One traced process of a bundle, with its threads decoded lazily and cached.
+"""One traced process, with its threads decoded lazily and cached.
 
 The LLDB-facing layers hold one ProcessTrace per target; nothing here
-imports ``lldb``, so scripts can use it directly.  Per-cpu bundles are split
-into per-thread streams with their context switch traces when the process is
-opened, so a damaged switch file fails the load rather than a later dump.
+imports ``lldb``, so scripts can use it directly.  Its raw bytes come from a
+trace source (sources/): a bundle's files, per-cpu files split among the
+threads, or a live process's capture backend.  A thread is decoded again only
+when its source's generation for it changes.
 """
 
 import os
 
 from . import libipt
-from .decode import BlockExpander, CodeMemory, decode_thread_trace, per_cpu, process_image
+from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
 from .decode.plt import PltSections
 from .errors import LldbTraceError
+from .sources import FileSource, PerCpuSource
 
 
 class UnknownThreadError(LldbTraceError):
@@ -21,11 +23,15 @@ class UnknownThreadError(LldbTraceError):
 
 
 class ProcessTrace:
-    """``bundle``'s process ``process``: its threads' decoded traces, decoded on first use."""
+    """``bundle``'s process ``process``: its threads' decoded traces, decoded on first use.
 
-    def __init__(self, bundle, process, workers=None):
+    ``source`` gives the raw bytes (default: the bundle's files, per thread or per cpu).
+    """
+
+    def __init__(self, bundle, process, source=None, workers=None):
         self.bundle = bundle
         self.process = process
+        self.source = source or (PerCpuSource(bundle, self.tids) if bundle.cpus else FileSource(process))
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.memory = CodeMemory(process.modules)
         self.expander = BlockExpander(self.memory)
@@ -33,7 +39,7 @@ class ProcessTrace:
         self._plt = None
         self._decoded = {}
         self._forests = {}
-        self._streams = per_cpu.thread_streams(bundle, self.tids) if bundle.cpus else None
+        self._generations = {}
 
     @property
     def pid(self):
@@ -56,28 +62,14 @@ class ProcessTrace:
         cpu = self.bundle.cpu
         return libipt.Cpu(cpu.family, cpu.model, cpu.stepping) if cpu.vendor == "intel" else None
 
+    def thread_stop(self, tid):
+        """How the thread stopped (a bundle ThreadStop for a signal), or None for a plain stop."""
+        return self.source.stop(tid) or self.thread(tid).stop
+
     def trace_bytes(self, tid):
         """The raw trace of ``tid`` (for per-cpu bundles, its pieces of every cpu's trace); None if it has none."""
-        thread = self.thread(tid)
-        if self._streams is not None:
-            stream = self._streams.get(tid)
-            return bytes(stream) if stream is not None and stream.data else None
-        return thread.trace.read_bytes() if thread.trace is not None else None
-
-    def per_cpu_source(self, tid):
-        """For per-cpu bundles: ``{"bytes", "pieces", "cpus", "executions", "droppedBytes"}`` of ``tid``; else None."""
-        if self._streams is None:
-            return None
-        stream = self._streams.get(tid)
-        if stream is None:
-            return {"bytes": 0, "pieces": 0, "cpus": [], "executions": 0, "droppedBytes": 0}
-        return {
-            "bytes": len(stream.data),
-            "pieces": len(stream.pieces),
-            "cpus": sorted({piece.cpu for piece in stream.pieces}),
-            "executions": len(stream.executions),
-            "droppedBytes": stream.dropped,
-        }
+        self.thread(tid)
+        return self.source.trace_bytes(tid)
 
     def forest_if_built(self, tid):
         """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
@@ -85,6 +77,11 @@ class ProcessTrace:
 
     def decoded(self, tid):
         """The DecodedThread of ``tid``, or None when the thread has no trace."""
+        generation = self.source.generation(tid)
+        if self._generations.get(tid) != generation:
+            self._decoded.pop(tid, None)
+            self._forests.pop(tid, None)
+            self._generations[tid] = generation
         if tid not in self._decoded:
             trace = self.trace_bytes(tid)
             if trace is None:

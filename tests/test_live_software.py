@@ -13,8 +13,10 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 
 from lldb_session import Session  # noqa: E402
 
+from lldb_trace.bundle.model import CpuInfo  # noqa: E402
+from lldb_trace.debugger import live_session as live  # noqa: E402
+from lldb_trace.debugger.recording_plan import RecordingPlan  # noqa: E402
 from lldb_trace.decode.decoded_thread import Gap  # noqa: E402
-from lldb_trace.target import live  # noqa: E402
 
 
 def _debugserver():
@@ -138,7 +140,9 @@ class _FakeIntelPt:
     """Stands in for IntelPtBackend (no PMU here): records what a stop asks of it."""
 
     name = "intel-pt"
+    cpu = CpuInfo("intel", 6, 106, 6)
     all_threads = True
+    drives_stepping = False
 
     def __init__(self):
         self.traces, self.reads, self.closed = {}, 0, False
@@ -203,7 +207,7 @@ def test_finish_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path, monk
 def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path, monkeypatch):
     """The recorder's plan never sees the SIGSEGV stop; the run it was on is caught up when the trace is read."""
     if not predicting:
-        monkeypatch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+        monkeypatch.setattr(RecordingPlan, "_predict", lambda _plan, _frame: None)
     binary = _launchable(tmp_path, monkeypatch, "crash.c", "-O0")
     session = Session(tmp_path)
     try:
@@ -285,7 +289,7 @@ def test_continue_records_what_single_stepping_records(optimization, tmp_path, m
 @pytest.mark.parametrize("optimization", ["-O0", "-O2"])
 def test_continue_records_what_single_stepping_records_without_the_emulator(optimization, tmp_path, monkeypatch):
     """Branch by branch (the successor read from the registers at each stop): the same path again."""
-    monkeypatch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+    monkeypatch.setattr(RecordingPlan, "_predict", lambda _plan, _frame: None)
     truth, addresses, backend = _live_and_single_stepped(tmp_path, monkeypatch, "branches.c", [optimization])
     assert addresses == truth
     assert list(backend.predictions.values()) == [0]
@@ -339,7 +343,7 @@ def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_bra
     [(tid, predictions)] = backend.predictions.items()
     assert predictions > 100 and backend.mispredictions[tid] == 0
     with monkeypatch.context() as patch:
-        patch.setattr(live.RecordingPlan, "_predict", lambda _plan, _frame: None)
+        patch.setattr(RecordingPlan, "_predict", lambda _plan, _frame: None)
         branch_by_branch, _ = recorded()
     assert predicted == branch_by_branch and len(predicted) > 50_000
 
@@ -375,7 +379,7 @@ def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, 
 
     stopped_at, run_out, single_steps = recorded("next")
     with monkeypatch.context() as patch:
-        patch.setattr(live.RecordingPlan, "_running", lambda _plan: False)
+        patch.setattr(RecordingPlan, "_running", lambda _plan: False)
         stepped_at, stepped, all_steps = recorded(f"breakpoint set -f libc_work.c -l {line + 2}", "continue")
     assert stopped_at == stepped_at == ("main", line + 2)  # the call spans two lines
     assert run_out == stepped and len(stepped) > 2000

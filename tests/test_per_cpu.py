@@ -19,8 +19,10 @@ from lldb_trace import libipt
 from lldb_trace.bundle import load_bundle
 from lldb_trace.bundle.model import Bundle, CpuInfo, CpuTrace, Process, Thread, TscConversion
 from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.decode import per_cpu
-from lldb_trace.decode.context_switches import (
+from lldb_trace.errors import LldbTraceError
+from lldb_trace.libipt import IpCompression, packets
+from lldb_trace.sources import per_cpu
+from lldb_trace.sources.context_switches import (
     U64_MAX,
     ContextSwitchTraceError,
     Variant,
@@ -30,8 +32,6 @@ from lldb_trace.decode.context_switches import (
     perf_time_to_tsc,
     read_context_switches,
 )
-from lldb_trace.errors import LldbTraceError
-from lldb_trace.libipt import IpCompression, packets
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import percpu_scenario

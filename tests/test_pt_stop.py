@@ -9,11 +9,12 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 
 from lldb_session import Session  # noqa: E402
 from test_dump_commands import listed  # noqa: E402
-from test_intel_pt_backend import FakeEvent  # noqa: E402
+from test_intel_pt_pmu import FakeEvent  # noqa: E402
 from test_live_software import _launchable  # noqa: E402
 
-from lldb_trace.capture import intel_pt_backend  # noqa: E402
-from lldb_trace.target import live  # noqa: E402
+from lldb_trace.bundle.model import CpuInfo  # noqa: E402
+from lldb_trace.capture import intel_pt_pmu  # noqa: E402
+from lldb_trace.debugger import live_session as live  # noqa: E402
 
 DROPPED = "ran on untraced after 'pt stop', so its trace was dropped"
 
@@ -84,14 +85,14 @@ def test_software_trace_stays_readable_and_savable_until_the_process_runs_on(ses
 def test_intel_pt_trace_is_read_a_last_time_and_kept_after_pt_stop(session, tmp_path, monkeypatch):
     """The Intel PT backend at its syscall boundary: fake perf events, the real session, stop hook and commands."""
     events = {}
-    real_thread_trace = intel_pt_backend.ThreadTrace
+    real_thread_trace = intel_pt_pmu.ThreadTrace
 
     def thread_trace(tid, buffer_kb, **_options):
         events[tid] = FakeEvent(size=4096)
         return real_thread_trace.from_event(tid, events[tid])
 
-    monkeypatch.setattr(intel_pt_backend, "check_available", lambda: "pmu")
-    monkeypatch.setattr(intel_pt_backend, "ThreadTrace", thread_trace)
+    monkeypatch.setattr(intel_pt_pmu, "check_available", lambda: "pmu")
+    monkeypatch.setattr(intel_pt_pmu, "ThreadTrace", thread_trace)
     program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0")
     session.launch(program, "-n fib")
     assert "Intel PT (perf_event_open)" in session.ok("pt start --backend intel-pt")
@@ -118,7 +119,9 @@ class _ThreadsAppearLater:
     """An Intel PT backend (--all) that has no thread yet: the first stop finds one, as when threads start."""
 
     name = "intel-pt"
+    cpu = CpuInfo("intel", 6, 106, 6)
     all_threads = True
+    drives_stepping = False
 
     def __init__(self, *_options):
         self.traces, self.reads = {}, 0

@@ -118,8 +118,9 @@ def test_a_live_software_trace_saves_a_bundle_native_lldb_decodes(tmp_path, monk
 
 def test_the_intel_pt_backend_names_the_cpu_that_wrote_its_packets(tmp_path, monkeypatch):
     """Hardware traces name this machine's CPU, as /proc/cpuinfo gives it (a non-Intel CPU is "unknown")."""
-    from lldb_trace.capture import cpu
-    from lldb_trace.live_trace import LiveProcessTrace
+    from lldb_trace.capture import cpu, intel_pt_pmu
+    from lldb_trace.capture.intel_pt_backend import IntelPtBackend
+    from lldb_trace.capture.software_backend import SoftwareBackend
 
     cpuinfo = tmp_path / "cpuinfo"
     processor = "processor\t: {}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\n"
@@ -129,9 +130,6 @@ def test_the_intel_pt_backend_names_the_cpu_that_wrote_its_packets(tmp_path, mon
     assert cpu.host_cpu(tmp_path / "absent") == CpuInfo("unknown", 0, 0, 0)
     monkeypatch.setattr(cpu, "CPUINFO_PATH", str(cpuinfo))
 
-    class Backend:
-        def __init__(self, name):
-            self.name = name
-
-    assert LiveProcessTrace(1, "x86_64", [1], [], Backend("intel-pt")).bundle.cpu == CpuInfo("intel", 6, 106, 6)
-    assert LiveProcessTrace(1, "x86_64", [1], [], Backend("software recorder")).bundle.cpu == cpu.SOFTWARE_CPU
+    monkeypatch.setattr(intel_pt_pmu, "check_available", lambda: "pmu")  # no thread is traced: no event opens
+    assert IntelPtBackend([], 64, False, None, False).cpu == CpuInfo("intel", 6, 106, 6)
+    assert SoftwareBackend.cpu == cpu.SOFTWARE_CPU

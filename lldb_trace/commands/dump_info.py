@@ -41,21 +41,15 @@ def _thread_info(process_trace, target, tid):
     info = {
         "tid": tid,
         "index": lldb_thread.GetIndexID() if lldb_thread.IsValid() else None,
-        "traceFile": str(thread.trace) if thread.trace else None,
-        "traceSize": thread.trace_size,
+        "traceFile": None,
+        "traceSize": 0,
+        **process_trace.source.describe(tid),  # where the bytes come from: a file, per-cpu pieces, a live backend
     }
-    if thread.stop is not None:  # the signal the bundle says stopped the thread (a crash)
-        stop = thread.stop
+    stop = process_trace.thread_stop(tid)
+    if stop is not None:  # the signal that stopped the thread (a crash)
         info["stopReason"] = {"signal": stop.signal, "description": stop.description or f"signal {stop.signal}"}
         if stop.pc is not None:
             info["stopReason"]["pc"] = f"0x{stop.pc:x}"
-    per_cpu = process_trace.per_cpu_source(tid)
-    if per_cpu is not None:
-        info["perCpu"] = per_cpu
-    backend = getattr(process_trace, "backend", None)
-    if backend is not None:
-        live_bytes = process_trace.trace_bytes(tid)
-        info["live"] = {"backend": backend.name, "bytes": len(live_bytes or b"")}
     decoded = process_trace.decoded_if_done(tid)
     cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
     if cut:  # the trace ends inside a packet: the file was cut short

@@ -3,9 +3,9 @@
 import lldb
 
 from ..bundle import load_bundle
-from ..decode.truncation import find_file_cut
 from ..debugger import registry
 from ..debugger.postmortem import create_targets
+from ..decode.truncation import find_file_cut
 from .base import TraceCommand, help_paragraphs
 from .dump_info import format_info, session_info
 

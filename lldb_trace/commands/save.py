@@ -2,10 +2,7 @@
 
 import lldb
 
-from ..bundle.model import ThreadStop
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
-from ..live_trace import LiveProcessTrace
-from ..debugger import live
 from .base import TraceCommand
 from .dump import selected_trace
 
@@ -31,21 +28,16 @@ class SaveCommand(TraceCommand):
         if len(args) != 1:
             result.SetError("give one place to save to: pt save PATH (a directory or a .json file)")
             return
-        target, process_trace = selected_trace(debugger, exe_ctx)
+        _target, process_trace = selected_trace(debugger, exe_ctx)
         bundle = process_trace.bundle
         process = process_trace.process
         modules = [SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules]
-        is_live = isinstance(process_trace, LiveProcessTrace)
-        if is_live:
-            vdso = live.vdso_image(target)
-            if vdso is not None:  # no file to copy: its bytes come from the process
-                modules.append(SaveModule("[vdso]", None, vdso[0], None, memory=vdso[1]))
+        modules += [  # no file to copy (the vdso of a live process): the bytes come from memory
+            SaveModule(name, None, address, None, memory=data)
+            for name, address, data in process_trace.source.memory_modules()
+        ]
         threads = tuple(
-            SaveThread(
-                tid,
-                process_trace.trace_bytes(tid),
-                _live_stop(target, tid) if is_live else process_trace.thread(tid).stop,
-            )
+            SaveThread(tid, process_trace.trace_bytes(tid), process_trace.thread_stop(tid))
             for tid in process_trace.tids
         )
         saved = SaveProcess(process.pid, process.triple, threads, tuple(modules))
@@ -55,13 +47,3 @@ class SaveCommand(TraceCommand):
         )
         result.AppendMessage(f"Saved the trace of process {process.pid} to {path}")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
-
-
-def _live_stop(target, tid):
-    """The signal a live thread stopped for, as LLDB describes it, and its pc; None for any other stop."""
-    thread = target.GetProcess().GetThreadByID(tid)
-    if not thread.IsValid() or thread.GetStopReason() != lldb.eStopReasonSignal:
-        return None
-    return ThreadStop(
-        thread.GetStopReasonDataAtIndex(0), thread.GetStopDescription(256) or None, thread.GetFrameAtIndex(0).GetPC()
-    )

@@ -1,16 +1,15 @@
 """``pt start`` / ``pt stop``: trace a live process (LLDB reserves ``trace start`` and ``process trace start``).
 
 With the software backend, ``continue``, ``next``, ``step`` and ``finish`` on a
-traced process run recorded (see debugger/live.py); the overrides installed
+traced process run recorded (see debugger/recording_plan.py); the overrides installed
 here hand every other process to LLDB's own commands untouched.
 """
 
 import lldb
 
-from ..capture import intel_pt_backend
+from ..capture import intel_pt_pmu
+from ..debugger import live_session, recording_plan, registry
 from ..errors import LldbTraceError
-from ..live_trace import LiveProcessTrace
-from ..debugger import live, registry
 from .base import TidOptionCommand, TraceCommand, help_paragraphs
 
 BACKENDS = (
@@ -69,12 +68,12 @@ class StartCommand(TidOptionCommand):
         buffer_kb = _buffer_kb(parser.buffer_kb)
         chosen, why_not = _choose_backend(backend)
         if chosen == "intel-pt":
-            session = live.start_intel_pt(
+            session = live_session.start_intel_pt(
                 target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period or None, parser.was_set("all")
             )
             what = "Intel PT (perf_event_open)"
         else:
-            session = live.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
+            session = live_session.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
             what = "the software recorder" + (f" ({why_not})" if why_not else "")
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")
@@ -95,9 +94,9 @@ class StopCommand(TraceCommand):
 
     def run(self, debugger, args, exe_ctx, result):
         target = debugger.GetSelectedTarget()
-        session = live.session_for(target)
+        session = live_session.session_for(target)
         if session is None:
-            if isinstance(registry.for_target(target), LiveProcessTrace):
+            if registry.for_target(target) is not None and target.GetProcess().GetPluginName() != "ScriptedProcess":
                 raise LldbTraceError("recording already stopped: the trace stays readable until the process runs on")
             raise LldbTraceError("the selected process is not traced ('pt start' traces it)")
         session.stop()
@@ -129,7 +128,7 @@ def _choose_backend(backend):
     if backend != "auto":
         return backend, None  # an explicit intel-pt is checked when its events open
     try:
-        intel_pt_backend.check_available()
+        intel_pt_pmu.check_available()
     except LldbTraceError as error:
         return "software", f"no Intel PT: {str(error).split(':')[0]}"
     return "intel-pt", None
@@ -138,17 +137,17 @@ def _choose_backend(backend):
 def install_stepping_overrides(debugger):
     """Make continue/next/step/finish record on processes traced by the software backend."""
     interpreter = debugger.GetCommandInterpreter()
-    for command, mode in live.MODES.items():
+    for command, mode in recording_plan.MODES.items():
         interpreter.SetCommandOverrideCallback(command, _recorded(debugger, mode))
 
 
 def _recorded(debugger, mode):
     def override(*_argv):
-        session = live.session_for(debugger.GetSelectedTarget())
-        if session is None or session.backend.name != "software recorder":
+        session = live_session.session_for(debugger.GetSelectedTarget())
+        if session is None or not session.backend.drives_stepping:
             return False  # not ours: LLDB's own command runs
         try:
-            text = live.run_recorded(debugger, session, mode)
+            text = recording_plan.run_recorded(debugger, session, mode)
         except LldbTraceError as error:
             text = f"error: {error}\n"
         output = debugger.GetOutputFile()

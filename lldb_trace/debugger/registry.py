@@ -1,47 +1,69 @@
-"""Which ProcessTrace belongs to which LLDB target.
+"""Which trace (and which live session) belongs to which LLDB target: the one registry of traced targets.
 
 Kept in its own module because ``command script import lldb_trace`` re-runs
 the package's top level: state stored there would be lost on a re-import.
 
-A trace can be given an expiry (``expire_when``): a check run each time the
-trace is looked up, which drops it once it no longer describes the target
-(a live trace after ``pt stop``, once the process ran on untraced).  Why it
-was dropped is kept, so commands can say so instead of "no trace".
+Each entry has a key (given to the target's ScriptedProcess and to recording
+plans), the target, its ProcessTrace and, while ``pt start`` records, its live
+session.  ``pt stop`` ends the session but keeps the trace with an expiry: a
+check run at each lookup, which drops the trace once it no longer describes
+the target (the process ran on untraced).  Why it was dropped is kept, so
+commands can say so instead of "no trace".
 """
 
 import itertools
+from dataclasses import dataclass
 
-_traces = {}  # key -> [SBTarget, ProcessTrace, expiry or None]
+
+@dataclass
+class _Entry:
+    target: object  # SBTarget
+    trace: object  # ProcessTrace
+    session: object = None  # the LiveSession recording it, if one is
+    expiry: object = None  # () -> why the trace is stale, or None
+
+
+_entries = {}  # key -> _Entry
 _dropped = []  # (SBTarget, why its trace was dropped)
 _keys = itertools.count(1)
 
 
-def add(target, process_trace):
-    """Remember ``process_trace`` for ``target`` (replacing any earlier one); returns the key its process is given."""
-    for key in [key for key, (candidate, _trace, _expiry) in _traces.items() if candidate == target]:
+def add(target, process_trace, session=None):
+    """Register ``process_trace`` (and its live ``session``) for ``target``, replacing any earlier one; the new key."""
+    for key in [key for key, entry in _entries.items() if entry.target == target]:
         remove(key)
     _dropped[:] = [(candidate, why) for candidate, why in _dropped if candidate != target]
     key = f"trace-{next(_keys)}"
-    _traces[key] = [target, process_trace, None]
+    _entries[key] = _Entry(target, process_trace, session)
     return key
 
 
-def expire_when(key, expiry):
-    """From now on, ``expiry()`` is asked at every lookup: a reason (a str) drops the trace, None keeps it."""
-    _traces[key][2] = expiry
+def end_session(key, expiry):
+    """The session stops recording; its trace stays until ``expiry()`` (asked at every lookup) gives a reason."""
+    entry = _entries[key]
+    entry.session, entry.expiry = None, expiry
 
 
 def by_key(key):
-    return _traces[key][1]
+    return _entries[key].trace
+
+
+def session(key):
+    return _entries[key].session
+
+
+def session_for(target):
+    """The live session recording ``target``, or None."""
+    return next((entry.session for entry in _entries.values() if entry.target == target and entry.session), None)
 
 
 def for_target(target):
     """The ProcessTrace of ``target``, or None when the target has no trace (see :func:`why_dropped`)."""
-    for key, (candidate, process_trace, expiry) in list(_traces.items()):
-        if candidate == target:
-            reason = expiry() if expiry else None
+    for key, entry in list(_entries.items()):
+        if entry.target == target:
+            reason = entry.expiry() if entry.expiry else None
             if reason is None:
-                return process_trace
+                return entry.trace
             remove(key)
             _dropped.append((target, reason))
     return None
@@ -53,4 +75,4 @@ def why_dropped(target):
 
 
 def remove(key):
-    _traces.pop(key, None)
+    _entries.pop(key, None)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from lldb_trace.bundle.model import TscConversion
-from lldb_trace.capture import intel_pt_backend as ipt
+from lldb_trace.capture import intel_pt_pmu as ipt
 from lldb_trace.capture import perf_event as pe
 
 HEADER = Path("/usr/include/linux/perf_event.h")

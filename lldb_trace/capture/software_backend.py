@@ -1,0 +1,178 @@
+"""The live software recorder's backend: what a thread stepped by LLDB ran, written as an Intel PT stream.
+
+The debugger layer (debugger/recording_plan.py) moves the thread through
+LLDB's own process control and tells this backend where it went: a single
+step, a route run branch to branch, a predicted stretch to check against the
+thread's registers, or an untraced run through the vdso.  The backend needs
+only ``read(address, size)`` for the process's memory and ``pc(tid)`` for
+where a thread stands, so it holds no LLDB object and works from plain Python.
+"""
+
+import time
+
+from ..x86_flow import Classifier, Flow
+from . import emulation
+from .cpu import SOFTWARE_CPU
+from .flow import FlowOptions, ThreadFlow
+from .process_view import ProcessMemory
+from .routes import Router
+
+
+class UntracedRun:
+    """A run the recorder does not follow: the vdso, run at full speed back to ``end`` (its caller).
+
+    Its clock functions retry until they read the time within one kernel tick; stepped through
+    LLDB, each try takes longer than a tick, so they would never return.
+    """
+
+    def __init__(self, end):
+        self.end = end
+
+
+class SoftwareBackend:
+    """The recorder's per-thread flows; a thread's bytes are produced once per stop.
+
+    ``pending`` holds, per thread, the run it was sent along (a route, a Prediction or an
+    UntracedRun) until the thread arrives and the run is recorded.
+    """
+
+    name = "software recorder"
+    cpu = SOFTWARE_CPU  # the packet scheme is checked to decode exactly with this CPU's errata
+    all_threads = False
+    drives_stepping = True  # continue/next/step/finish run through the recording plan
+
+    def __init__(self, pid, tids, read, pc, buffer_kb=0, tsc=False, psb_period=0, vdso=None, keep_addresses=False):
+        """Keep the newest ``buffer_kb`` KiB (all with 0), time with ``tsc``, write PSBs every ``psb_period`` bytes.
+
+        ``vdso`` is its ``(start, end)``: run untraced.  ``keep_addresses`` keeps every recorded address
+        (tests compare them with the decoded trace), 8 bytes each.
+        """
+        self.pc = pc
+        self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
+        self.vdso = vdso
+        self.classifier = Classifier(read)
+        self.router = Router(self.classifier, read)
+        self.process_memory = _process_memory(pid)
+        self.predictor = emulation.Predictor(self._page_reader(read))
+        clock = time.monotonic_ns if tsc else None
+        untraced = (vdso,) if vdso else ()
+        options = FlowOptions(psb_period or 4096, clock, keep_addresses=keep_addresses, untraced=untraced)
+        self.flows = {tid: ThreadFlow(tid, pc(tid), self.classifier, options) for tid in tids}
+        self.pending = {}
+        self._bytes = {}
+        self._generations = dict.fromkeys(tids, 0)
+        self.single_steps = dict.fromkeys(tids, 0)
+        self.predictions = dict.fromkeys(tids, 0)  # stretches run as predicted
+        self.mispredictions = dict.fromkeys(tids, 0)  # stretches lost: the thread did not end as predicted
+
+    def stepped(self, tid, pc):
+        self.single_steps[tid] += 1
+        self.ran(tid, (pc,))
+
+    def ran(self, tid, pcs):
+        """The thread ran one instruction per pc in ``pcs``, each pc where it stood next."""
+        flow = self.flows[tid]
+        for pc in pcs:
+            flow.stepped(pc)
+        self._changed(tid)
+
+    def lost(self, tid, pc):
+        """The thread's path to ``pc`` is unknown (a misprediction): the trace shows a gap there."""
+        self.mispredictions[tid] += 1
+        self.flows[tid].lost(pc)
+        self._changed(tid)
+
+    def _changed(self, tid):
+        self._bytes.pop(tid, None)
+        self._generations[tid] += 1
+
+    def arrived(self, tid, pc, registers=None):
+        """The thread stopped at ``pc`` on the run it was sent along (``pending``): record that run.
+
+        ``registers(names)`` gives the thread's registers, to check a prediction against.  Without
+        it (a stop the plan never saw: a crash, an interrupt), where in a predicted stretch the
+        thread stopped cannot be told, and only a gap is recorded.
+        """
+        run = self.pending.pop(tid, None)
+        if isinstance(run, UntracedRun):
+            self.flows[tid].untraced(pc)
+            self._changed(tid)
+        elif not isinstance(run, emulation.Prediction):
+            if run is not None:
+                self.ran(tid, executed(run, pc))
+        elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
+            self.predictions[tid] += 1
+            self.ran(tid, run.steps())
+        elif registers or pc != self.flows[tid].current:
+            self.lost(tid, pc)
+
+    def catch_up(self, tid):
+        """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts)."""
+        if tid in self.pending:
+            pc = self.pc(tid)
+            if pc is not None:
+                self.arrived(tid, pc)
+
+    def trace_bytes(self, tid):
+        if tid not in self.flows:
+            return None
+        self.catch_up(tid)
+        if tid not in self._bytes:
+            self._bytes[tid] = self.flows[tid].paused(self.buffer_bytes)
+        return self._bytes[tid] or None
+
+    def generation(self, tid):
+        if tid in self.flows:
+            self.catch_up(tid)
+        return self._generations.get(tid, 0)
+
+    def snapshot(self):
+        """Every thread's trace now (for ``pt stop``)."""
+        return {tid: self.trace_bytes(tid) for tid in self.flows}
+
+    def at_far_transfer(self, tid):
+        """Whether the thread stands at a system call or other far transfer."""
+        return self.classifier[self.flows[tid].current].flow == Flow.FAR
+
+    def steps(self, tid):
+        return len(self.flows[tid].truth.addresses)
+
+    def _page_reader(self, read):
+        """Reads for the emulator: /proc/PID/mem (20 times faster than through LLDB) where allowed.
+
+        Those bytes include LLDB's breakpoint instructions, which the emulator never runs past.
+        """
+        if self.process_memory is None:
+            return read
+
+        def read_page(address, size):
+            data = self.process_memory.read(address, size)
+            return data if len(data) == size else read(address, size)
+
+        return read_page
+
+    def close(self):
+        if self.process_memory is not None:
+            self.process_memory.close()
+
+
+def _process_memory(pid):
+    """The process's memory through /proc, or None (not a local process, or ptrace rules forbid it)."""
+    try:
+        return ProcessMemory(pid)
+    except OSError:
+        return None
+
+
+def executed(route, pc):
+    """The successive pcs of a run along ``route`` (its start, its stops, its end) that stopped at ``pc``.
+
+    Normally ``pc`` is the route's end; a user breakpoint on the way stops it early.  A pc off the
+    route (something asynchronous moved the thread) is passed on as where the thread went, and
+    ThreadFlow records an interruption there.
+    """
+    if pc == route[-1]:
+        return route[1:]
+    if pc in route[1:-1]:
+        return route[1 : route.index(pc, 1) + 1]
+    return [] if pc == route[0] else [pc]

@@ -1,0 +1,68 @@
+"""Sources of a bundle's traces on disk: a file per thread, or per-cpu files split among the threads."""
+
+from . import per_cpu
+
+
+class FileSource:
+    """One trace file per thread, as the bundle names them; the bytes never change."""
+
+    name = "files"
+
+    def __init__(self, process):
+        self._threads = {thread.tid: thread for thread in process.threads}
+
+    def trace_bytes(self, tid):
+        trace = self._threads[tid].trace
+        return trace.read_bytes() if trace is not None else None
+
+    def generation(self, _tid):
+        return 0
+
+    def describe(self, tid):
+        thread = self._threads[tid]
+        return {"traceFile": str(thread.trace) if thread.trace else None, "traceSize": thread.trace_size}
+
+    def memory_modules(self):
+        return ()
+
+    def stop(self, _tid):
+        return None  # the bundle says how its threads stopped
+
+
+class PerCpuSource:
+    """Each core's trace cut at its context switches and joined per thread (split once, when opened).
+
+    Splitting when the process is opened makes a damaged switch file fail the load, not a later dump.
+    """
+
+    name = "per-cpu files"
+
+    def __init__(self, bundle, tids):
+        self._streams = per_cpu.thread_streams(bundle, tids)
+
+    def trace_bytes(self, tid):
+        stream = self._streams.get(tid)
+        return bytes(stream) if stream is not None and stream.data else None
+
+    def generation(self, _tid):
+        return 0
+
+    def describe(self, tid):
+        stream = self._streams.get(tid)
+        if stream is None:
+            return {"perCpu": {"bytes": 0, "pieces": 0, "cpus": [], "executions": 0, "droppedBytes": 0}}
+        return {
+            "perCpu": {
+                "bytes": len(stream.data),
+                "pieces": len(stream.pieces),
+                "cpus": sorted({piece.cpu for piece in stream.pieces}),
+                "executions": len(stream.executions),
+                "droppedBytes": stream.dropped,
+            }
+        }
+
+    def memory_modules(self):
+        return ()
+
+    def stop(self, _tid):
+        return None  # the bundle says how its threads stopped
