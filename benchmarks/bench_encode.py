@@ -3,7 +3,7 @@
     python benchmarks/bench_encode.py BUNDLE_DIR
 
 Reads the ground truth of the bundle's first thread and its modules' code
-from the ELF files, then times ThreadFlow over those steps.
+from the ELF files, then times ThreadRecorder over those steps.
 """
 
 import json
@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from lldb_trace.capture.flow import FlowOptions, ThreadFlow
 from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.thread_recorder import RecorderOptions, ThreadRecorder
 from lldb_trace.elf_info import ElfInfo
-from lldb_trace.x86_flow import Classifier
+from lldb_trace.x86.instructions import Classifier
 
 
 def code_reader(bundle_dir):
@@ -44,7 +44,7 @@ def main(bundle_dir):
     classifier = Classifier(code_reader(bundle_dir))
     for address in set(addresses):
         classifier[address]  # decode once up front: the recorder does this while stepping
-    flow = ThreadFlow(1, addresses[0], classifier, FlowOptions(psb_period=4096))
+    flow = ThreadRecorder(1, addresses[0], classifier, RecorderOptions(psb_period=4096))
     started = time.perf_counter()
     for address in addresses[1:]:
         flow.stepped(address)

@@ -15,8 +15,8 @@ lists two placements it gets wrong:
 The recorder places its periodic PSBs only before non-branch instructions,
 once ``psb_period`` bytes were written, so it reaches these placements only by
 chance.  This script replays a recorded thread's ground truth (every executed
-address, single-stepped) through the recorder's own flow and stream writer
-(lldb_trace.capture.flow and pt_writer), with the periodic PSBs switched off
+address, single-stepped) through the recorder (ThreadRecorder) and stream writer
+(lldb_trace.capture.thread_recorder and pt_writer), with the periodic PSBs switched off
 and PSB+ packets forced exactly where a case wants them.  The packets are the
 recorder's scheme of design.md; only the PSB positions differ.  The result is
 checked with libipt's instruction decoder to decode exactly to the ground
@@ -42,10 +42,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from lldb_trace import libipt  # noqa: E402
 from lldb_trace.bundle import load_bundle  # noqa: E402
-from lldb_trace.capture.flow import FlowOptions, ThreadFlow  # noqa: E402
 from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.thread_recorder import RecorderOptions, ThreadRecorder  # noqa: E402
 from lldb_trace.decode import CodeMemory, process_image  # noqa: E402
-from lldb_trace.x86_flow import Classifier, Flow  # noqa: E402
+from lldb_trace.x86.instructions import Classifier, Transfer  # noqa: E402
 
 CASES = ("before-branch", "after-reenable", "control")
 NEVER = 1 << 40  # a psb_period no stream reaches: no periodic PSBs
@@ -77,33 +77,33 @@ def branch_kind(memory, address):
 
 
 class _Replay:
-    """One thread's ground truth replayed through a ThreadFlow, with PSBs forced by ``case``."""
+    """One thread's ground truth replayed through a ThreadRecorder, with PSBs forced by ``case``."""
 
     def __init__(self, truth, memory, case):
         self.truth, self.memory, self.case = truth, memory, case
         self.classifier = Classifier(memory.read)
-        self.flow = ThreadFlow(0, truth.addresses[0], self.classifier, FlowOptions(psb_period=NEVER))
+        self.recorder = ThreadRecorder(0, truth.addresses[0], self.classifier, RecorderOptions(psb_period=NEVER))
         self.forced = []  # (stream offset, instruction index, kind)
         self._last_forced = -SPACING
         self._kinds_seen = {}
         self._since_enable = 0
 
     def run(self):
-        addresses, flow = self.truth.addresses, self.flow
+        addresses, recorder = self.truth.addresses, self.recorder
         if self.truth.lost or self.truth.snapshot_from:
             raise CaseError("the source thread has overflow gaps or is a snapshot: replay needs a whole trace")
         for index in range(len(addresses) - 1):
             self._before(index)
-            flow.stepped(addresses[index + 1])
-        if self.truth.ended != "exited" or self.classifier[addresses[-1]].flow != Flow.FAR:
+            recorder.stepped(addresses[index + 1])
+        if self.truth.ended != "exited" or self.classifier[addresses[-1]].transfer != Transfer.FAR:
             raise CaseError(f"the source thread ended {self.truth.ended!r}, not with an exit syscall")
-        flow.exited()
-        if list(flow.truth.addresses) != list(addresses):
+        recorder.exited()
+        if list(recorder.truth.addresses) != list(addresses):
             raise CaseError("the replay did not reproduce the ground truth")
-        return flow.finish()
+        return recorder.finish()
 
     def _force_psb(self, index, kind):
-        writer = self.flow.writer
+        writer = self.recorder.writer
         writer.last_psb = writer.written - writer.psb_period  # due now
         offset = writer.written
         writer.resync(self.truth.addresses[index], index)
@@ -112,7 +112,7 @@ class _Replay:
 
     def _before(self, index):
         """Called before instruction ``index`` runs: force a PSB+ in front of it if the case wants one."""
-        flow, writer = self.flow, self.flow.writer
+        recorder, writer = self.recorder, self.recorder.writer
         address = self.truth.addresses[index]
         insn = self.classifier[address]
         if not writer.enabled:
@@ -122,22 +122,22 @@ class _Replay:
             # A re-enable (after a syscall): TIP.PGE at this instruction, then at once PSB+ with FUP at it
             # (only where the instruction is no branch, so the case does not mix in the other one).
             writer.enable(address, index)
-            if index - self._last_forced >= SPACING and insn.flow in (Flow.OTHER, Flow.DIRECT):
+            if index - self._last_forced >= SPACING and insn.transfer in (Transfer.OTHER, Transfer.DIRECT):
                 self._force_psb(index, "after-reenable")
             self._since_enable = 0
             return
         self._since_enable += 1
-        if index - self._last_forced < SPACING or flow._overflow_state != "off":
+        if index - self._last_forced < SPACING or recorder._overflow_state != "off":
             return
-        if self.case == "before-branch" and insn.flow in (Flow.CONDITIONAL, Flow.INDIRECT):
+        if self.case == "before-branch" and insn.transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT):
             kind = branch_kind(self.memory, address)
             # Every kind, a few times each, spread over the whole run.
             if kind and self._kinds_seen.get(kind, 0) < 12:
                 self._kinds_seen[kind] = self._kinds_seen.get(kind, 0) + 1
                 self._force_psb(index, kind)
-        elif self.case == "control" and insn.flow == Flow.OTHER and not insn.repeats and self._since_enable > 8:
+        elif self.case == "control" and insn.transfer == Transfer.OTHER and not insn.repeats and self._since_enable > 8:
             following = [self.classifier[a] for a in self.truth.addresses[index : index + 8]]
-            if all(f.flow != Flow.FAR for f in following):
+            if all(f.transfer != Transfer.FAR for f in following):
                 self._force_psb(index, "plain")
 
 

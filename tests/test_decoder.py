@@ -35,7 +35,7 @@ from lldb_trace.decode.parallel import decode_pieces, plan_pieces, psb_offsets
 from lldb_trace.libipt import ErrorCode, EventType
 from lldb_trace.libipt import packets as pkt
 from lldb_trace.process_trace import ProcessTrace
-from lldb_trace.x86_flow import Classifier, Flow
+from lldb_trace.x86.instructions import Classifier, Transfer
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import percpu_scenario
@@ -523,7 +523,7 @@ def test_native_lldb_doubles_the_syscall_before_a_reenable_followed_by_a_psb(psb
     doubled = doubled_positions(items, truth)
     assert doubled == [psb["index"] for psb in opened.psbs]  # one repeat at each PSB after a re-enable
     classify = Classifier(CodeMemory(opened.trace.process.modules).read)
-    assert all(classify[truth[index - 1]].flow == Flow.FAR for index in doubled)  # the syscall that disabled
+    assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)  # the syscall that disabled
     assert addresses(opened.trace.decoded(tid), opened.trace.expander) == truth
     assert addresses(opened.pieces(tid, len(opened.trace.trace_bytes(tid))), opened.trace.expander) == truth
 
@@ -590,7 +590,7 @@ def test_native_lldb_doubles_an_instruction_in_the_recorders_own_stream(small_ps
     doubled = doubled_positions(items, truth)
     assert len(doubled) == reenable_psbs(opened.trace.trace_bytes(tid)) > 0
     classify = Classifier(CodeMemory(opened.trace.process.modules).read)
-    assert all(classify[truth[index - 1]].flow == Flow.FAR for index in doubled)
+    assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)
 
 
 # -- 5. memory ----------------------------------------------------------------------------------------

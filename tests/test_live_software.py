@@ -77,7 +77,7 @@ def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
         trace = live.session_for(session.target).trace
         decoded = trace.decoded(tid)
         assert decoded.end_ip == pc  # the trace ends where the thread stands
-        truth = list(live.session_for(session.target).backend.flows[tid].truth.addresses)
+        truth = list(live.session_for(session.target).backend.recorders[tid].truth.addresses)
         addresses = [item.address for item in trace.cursor(tid, forwards=True).items()]
         assert addresses == truth and len(truth) > 20
         before = session.ok("pt dump -i --all"), session.ok("pt dump -C --all")
@@ -222,7 +222,7 @@ def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path
         [tid] = live_session.tids
         assert live_session.trace.decoded(tid).end_ip == pc
         addresses = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
-        assert addresses == list(live_session.backend.flows[tid].truth.addresses) and len(addresses) > 1000
+        assert addresses == list(live_session.backend.recorders[tid].truth.addresses) and len(addresses) > 1000
         last = target.ReadInstructions(lldb.SBAddress(addresses[-1], target), 1)[0]
         assert addresses[-1] + last.GetByteSize() == pc  # the load before the faulting one ran; that one did not
         target.GetProcess().Kill()
@@ -333,7 +333,7 @@ def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_bra
             live_session = live.session_for(session.target)
             [tid] = live_session.tids
             items = [item.gap or item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
-            assert items == list(live_session.backend.flows[tid].truth.addresses)
+            assert items == list(live_session.backend.recorders[tid].truth.addresses)
             session.target.GetProcess().Kill()
             return items, live_session.backend
         finally:
@@ -371,7 +371,7 @@ def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, 
             live_session = live.session_for(session.target)
             [tid] = live_session.tids
             items = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
-            assert items == list(live_session.backend.flows[tid].truth.addresses)
+            assert items == list(live_session.backend.recorders[tid].truth.addresses)
             session.target.GetProcess().Kill()
             return stopped_at, items, live_session.backend.single_steps[tid]
         finally:
@@ -496,7 +496,7 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
         tid = thread.GetThreadID()
         backend = live_session.backend
         addresses = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
-        truth = list(backend.flows[tid].truth.addresses)
+        truth = list(backend.recorders[tid].truth.addresses)
         target.GetProcess().Kill()
     finally:
         session.close()
@@ -531,7 +531,7 @@ def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, mon
         live_session = live.session_for(target)
         trace = live_session.trace
         addresses = [item.address for item in trace.cursor(tid, forwards=True).items()]
-        truth = list(live_session.backend.flows[tid].truth.addresses)
+        truth = list(live_session.backend.recorders[tid].truth.addresses)
         vdso = live_session.backend.vdso
         events = trace.decoded(tid).events
         calls = trace.call_forest(tid).calls()

@@ -9,8 +9,8 @@ there, or at a watched address (a breakpoint, a return address) where the
 debugger must look.
 """
 
-from ..x86_branch import BranchEvaluator
-from ..x86_flow import Flow
+from ..x86.branches import BranchEvaluator
+from ..x86.instructions import Transfer
 
 MAX_ROUTE = 100_000  # a longer branch-free run is cut here (it is an endless loop of direct jumps)
 
@@ -31,7 +31,7 @@ class Router:
         """
         insn = self.classifier[pc]
         if _ends_route(insn):
-            if insn.flow not in (Flow.CONDITIONAL, Flow.INDIRECT) or insn.repeats:
+            if insn.transfer not in (Transfer.CONDITIONAL, Transfer.INDIRECT) or insn.repeats:
                 return None
             successor = self.evaluator.successor(pc, register)
             if successor is None:
@@ -71,4 +71,4 @@ class Router:
 
 
 def _ends_route(insn):
-    return insn.flow not in (Flow.OTHER, Flow.DIRECT) or insn.repeats
+    return insn.transfer not in (Transfer.OTHER, Transfer.DIRECT) or insn.repeats

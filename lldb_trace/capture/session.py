@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 from ..elf_info import ElfInfo
 from ..errors import LldbTraceError
-from ..x86_flow import Classifier
+from ..x86.instructions import Classifier
 from . import ptrace
-from .flow import FlowOptions, ThreadFlow
 from .process_view import ModuleMap, ProcessMemory, caught_signals
 from .stop_signal import signal_name, stop_of
+from .thread_recorder import RecorderOptions, ThreadRecorder
 
 PROGRESS_STOPS = 4096  # stops between two progress reports
 
@@ -52,7 +52,7 @@ class Recording:
     pid: int
     status: str  # "exited", "until", "crashed", "interrupted"
     detail: str
-    threads: dict = field(default_factory=dict)  # tid -> ThreadFlow, in creation order
+    threads: dict = field(default_factory=dict)  # tid -> ThreadRecorder, in creation order
     streams: dict = field(default_factory=dict)  # tid -> bytes
     modules: dict = field(default_factory=dict)  # path -> load address
     stops: dict = field(default_factory=dict)  # tid -> ThreadStop, for the thread a fatal signal stopped
@@ -61,7 +61,7 @@ class Recording:
 
     @property
     def instructions(self):
-        return sum(len(flow.truth.addresses) for flow in self.threads.values())
+        return sum(len(recorder.truth.addresses) for recorder in self.threads.values())
 
 
 def resolve_program(program):
@@ -88,8 +88,8 @@ class _Session:
         self.modules = ModuleMap(self.pid)
         self.classifier = Classifier(self._read_code)
         clock = time.monotonic_ns if options.tsc else None
-        self.flow_options = FlowOptions(options.psb_period, clock, options.overflow_at, options.overflow_lost)
-        self.flows = {}
+        self.recorder_options = RecorderOptions(options.psb_period, clock, options.overflow_at, options.overflow_lost)
+        self.recorders = {}
         self.finished = {}
         self.free = set()  # live threads not recorded
         self.status, self.detail = "exited", ""
@@ -136,19 +136,19 @@ class _Session:
     # Stepping.
 
     def _start_thread(self, tid):
-        self.flows[tid] = ThreadFlow(tid, ptrace.get_rip(tid), self.classifier, self.flow_options)
+        self.recorders[tid] = ThreadRecorder(tid, ptrace.get_rip(tid), self.classifier, self.recorder_options)
         ptrace.step(tid)
 
     def _new_thread(self, tid):
         if self.options.all_threads:
-            self.flows[tid] = None  # recorded from its first stop
+            self.recorders[tid] = None  # recorded from its first stop
         else:
             self.free.add(tid)
 
     def _end_all(self, reason):
-        for flow in self.flows.values():
-            if flow is not None and not flow.truth.ended:
-                flow.stop(reason)
+        for recorder in self.recorders.values():
+            if recorder is not None and not recorder.truth.ended:
+                recorder.stop(reason)
 
     def interrupt(self, _signum, _frame):
         """SIGINT: the run ends before the next stop is handled (a step is never cut in half)."""
@@ -159,12 +159,12 @@ class _Session:
     def run(self):
         self._start_thread(self.pid)
         countdown = PROGRESS_STOPS
-        while (self.flows or self.free) and not self.interrupted:
+        while (self.recorders or self.free) and not self.interrupted:
             countdown -= 1
             if not countdown:
                 countdown = PROGRESS_STOPS
                 if self.progress is not None:
-                    self.progress(sum(len(flow.truth.addresses) for flow in self.recorded_threads().values()))
+                    self.progress(sum(len(recorder.truth.addresses) for recorder in self.recorded_threads().values()))
             try:
                 self.waiting = True
                 tid, status = ptrace.wait_any()
@@ -177,7 +177,7 @@ class _Session:
             if not os.WIFSTOPPED(status):
                 self._thread_gone(tid, status)
                 continue
-            if tid not in self.flows and tid not in self.free:
+            if tid not in self.recorders and tid not in self.free:
                 self._new_thread(tid)
             if tid in self.free:
                 sig = os.WSTOPSIG(status)
@@ -185,7 +185,7 @@ class _Session:
                     self._new_thread(ptrace.event_message(tid))
                 ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
                 continue
-            if self.flows[tid] is None:
+            if self.recorders[tid] is None:
                 self._start_thread(tid)  # its first stop (SIGSTOP)
                 continue
             if self._stopped(tid, status):
@@ -196,31 +196,31 @@ class _Session:
 
     def recorded_threads(self):
         """Every recorded thread, ended or still live, in the order they appeared."""
-        return {**self.finished, **{t: f for t, f in self.flows.items() if f is not None}}
+        return {**self.finished, **{t: f for t, f in self.recorders.items() if f is not None}}
 
     def _thread_gone(self, tid, status):
-        flow = self.flows.pop(tid, None)
+        recorder = self.recorders.pop(tid, None)
         self.free.discard(tid)
         delivered = self.delivered.pop(tid, None)
         if os.WIFSIGNALED(status):
             if delivered is not None and delivered.signal == os.WTERMSIG(status):
                 self.stops[tid] = delivered  # this thread took the signal; the others died with it
             where = f"killed by {signal_name(os.WTERMSIG(status))}"
-            if flow is not None:
-                where += f" at {flow.current:#x}"
-                flow.stop(where)
+            if recorder is not None:
+                where += f" at {recorder.current:#x}"
+                recorder.stop(where)
             if tid == self.pid and self.status == "exited":
                 self.status, self.detail = "crashed", where
-        elif flow is not None:
-            flow.exited()
+        elif recorder is not None:
+            recorder.exited()
         if tid == self.pid and os.WIFEXITED(status) and self.status == "exited":
             self.detail = f"exit code {os.WEXITSTATUS(status)}"
-        if flow is not None:
-            self.finished[tid] = flow
+        if recorder is not None:
+            self.finished[tid] = recorder
 
     def _stopped(self, tid, status):
         """Handle one stop of a recorded thread; True when the recording is over."""
-        flow = self.flows[tid]
+        recorder = self.recorders[tid]
         sig, event = os.WSTOPSIG(status), status >> 16
         if event == ptrace.PTRACE_EVENT_CLONE:
             self._new_thread(ptrace.event_message(tid))
@@ -228,7 +228,7 @@ class _Session:
             return False
         if sig == signal.SIGTRAP:
             new_ip = ptrace.get_rip(tid)
-            flow.stepped(new_ip)
+            recorder.stepped(new_ip)
             if new_ip == self.until:
                 self.status, self.detail = "until", f"thread {tid} reached {self.options.until}"
                 self._end_all(f"reached {self.options.until}")
@@ -238,11 +238,11 @@ class _Session:
         if sig == signal.SIGSTOP:
             ptrace.step(tid)  # a stop meant for us (new thread, or group stop)
             return False
-        return self._deliver(tid, flow, sig)
+        return self._deliver(tid, recorder, sig)
 
-    def _deliver(self, tid, flow, sig):
+    def _deliver(self, tid, recorder, sig):
         if not (caught_signals(tid) or 0) >> (sig - 1) & 1:
-            self.delivered[tid] = stop_of(tid, sig, flow.current)
+            self.delivered[tid] = stop_of(tid, sig, recorder.current)
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
         ptrace.step(tid, sig)
@@ -250,7 +250,7 @@ class _Session:
         if not os.WIFSTOPPED(status):
             self._thread_gone(tid, status)
             return False
-        flow.signalled(ptrace.get_rip(tid))
+        recorder.signalled(ptrace.get_rip(tid))
         if os.WSTOPSIG(status) == signal.SIGTRAP:
             ptrace.step(tid)
             return False
@@ -301,7 +301,7 @@ def record(program, args=(), options=None, progress=None):
     buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
     threads = session.recorded_threads()
     recording = Recording(path, list(args), session.pid, session.status, session.detail, threads)
-    recording.streams = {tid: flow.finish(buffer_bytes) for tid, flow in threads.items()}
+    recording.streams = {tid: recorder.finish(buffer_bytes) for tid, recorder in threads.items()}
     recording.modules = {p: a for p, a in session.modules.modules.items()}
     recording.stops = session.stops
     recording.tsc_zero_ns = tsc_zero

@@ -10,12 +10,12 @@ where a thread stands, so it holds no LLDB object and works from plain Python.
 
 import time
 
-from ..x86_flow import Classifier, Flow
+from ..x86.instructions import Classifier, Transfer
 from . import emulation
 from .cpu import SOFTWARE_CPU
-from .flow import FlowOptions, ThreadFlow
 from .process_view import ProcessMemory
 from .routes import Router
+from .thread_recorder import RecorderOptions, ThreadRecorder
 
 
 class UntracedRun:
@@ -30,7 +30,7 @@ class UntracedRun:
 
 
 class SoftwareBackend:
-    """The recorder's per-thread flows; a thread's bytes are produced once per stop.
+    """The recorder's per-thread recorders; a thread's bytes are produced once per stop.
 
     ``pending`` holds, per thread, the run it was sent along (a route, a Prediction or an
     UntracedRun) until the thread arrives and the run is recorded.
@@ -56,8 +56,8 @@ class SoftwareBackend:
         self.predictor = emulation.Predictor(self._page_reader(read))
         clock = time.monotonic_ns if tsc else None
         untraced = (vdso,) if vdso else ()
-        options = FlowOptions(psb_period or 4096, clock, keep_addresses=keep_addresses, untraced=untraced)
-        self.flows = {tid: ThreadFlow(tid, pc(tid), self.classifier, options) for tid in tids}
+        options = RecorderOptions(psb_period or 4096, clock, keep_addresses=keep_addresses, untraced=untraced)
+        self.recorders = {tid: ThreadRecorder(tid, pc(tid), self.classifier, options) for tid in tids}
         self.pending = {}
         self._bytes = {}
         self._generations = dict.fromkeys(tids, 0)
@@ -71,15 +71,15 @@ class SoftwareBackend:
 
     def ran(self, tid, pcs):
         """The thread ran one instruction per pc in ``pcs``, each pc where it stood next."""
-        flow = self.flows[tid]
+        recorder = self.recorders[tid]
         for pc in pcs:
-            flow.stepped(pc)
+            recorder.stepped(pc)
         self._changed(tid)
 
     def lost(self, tid, pc):
         """The thread's path to ``pc`` is unknown (a misprediction): the trace shows a gap there."""
         self.mispredictions[tid] += 1
-        self.flows[tid].lost(pc)
+        self.recorders[tid].lost(pc)
         self._changed(tid)
 
     def _changed(self, tid):
@@ -95,7 +95,7 @@ class SoftwareBackend:
         """
         run = self.pending.pop(tid, None)
         if isinstance(run, UntracedRun):
-            self.flows[tid].untraced(pc)
+            self.recorders[tid].untraced(pc)
             self._changed(tid)
         elif not isinstance(run, emulation.Prediction):
             if run is not None:
@@ -103,7 +103,7 @@ class SoftwareBackend:
         elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
             self.predictions[tid] += 1
             self.ran(tid, run.steps())
-        elif registers or pc != self.flows[tid].current:
+        elif registers or pc != self.recorders[tid].current:
             self.lost(tid, pc)
 
     def catch_up(self, tid):
@@ -114,28 +114,28 @@ class SoftwareBackend:
                 self.arrived(tid, pc)
 
     def trace_bytes(self, tid):
-        if tid not in self.flows:
+        if tid not in self.recorders:
             return None
         self.catch_up(tid)
         if tid not in self._bytes:
-            self._bytes[tid] = self.flows[tid].paused(self.buffer_bytes)
+            self._bytes[tid] = self.recorders[tid].paused(self.buffer_bytes)
         return self._bytes[tid] or None
 
     def generation(self, tid):
-        if tid in self.flows:
+        if tid in self.recorders:
             self.catch_up(tid)
         return self._generations.get(tid, 0)
 
     def snapshot(self):
         """Every thread's trace now (for ``pt stop``)."""
-        return {tid: self.trace_bytes(tid) for tid in self.flows}
+        return {tid: self.trace_bytes(tid) for tid in self.recorders}
 
     def at_far_transfer(self, tid):
         """Whether the thread stands at a system call or other far transfer."""
-        return self.classifier[self.flows[tid].current].flow == Flow.FAR
+        return self.classifier[self.recorders[tid].current].transfer == Transfer.FAR
 
     def steps(self, tid):
-        return len(self.flows[tid].truth.addresses)
+        return len(self.recorders[tid].truth.addresses)
 
     def _page_reader(self, read):
         """Reads for the emulator: /proc/PID/mem (20 times faster than through LLDB) where allowed.
@@ -169,7 +169,7 @@ def executed(route, pc):
 
     Normally ``pc`` is the route's end; a user breakpoint on the way stops it early.  A pc off the
     route (something asynchronous moved the thread) is passed on as where the thread went, and
-    ThreadFlow records an interruption there.
+    ThreadRecorder records an interruption there.
     """
     if pc == route[-1]:
         return route[1:]

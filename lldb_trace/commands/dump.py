@@ -4,9 +4,9 @@ import json
 
 import lldb
 
-from ..control_flow_kind import ControlFlowKinds
 from ..debugger import registry
 from ..errors import LldbTraceError
+from ..x86.control_flow_kind import ControlFlowKinds
 from . import dump_calls, dump_instructions, dump_options
 from .base import TidOptionCommand, help_paragraphs
 from .dump_info import format_info, session_info

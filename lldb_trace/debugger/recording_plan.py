@@ -51,7 +51,7 @@ class RecordingPlan:
     could even reach the breakpoint the run waits for.  So runs are used only while no such
     signal has a handler (the process's caught-signal mask, read again after every system
     call); otherwise every instruction is single-stepped, and a step that lands off the
-    instruction's successors is recorded as the signal's interrupt (ThreadFlow.stepped).
+    instruction's successors is recorded as the signal's interrupt (ThreadRecorder.stepped).
     """
 
     def __init__(self, thread_plan, args, _internal_dict=None):
@@ -160,7 +160,7 @@ class RecordingPlan:
             first
             and self.tid not in self.backend.pending
             and self.thread.GetStopReason() == lldb.eStopReasonBreakpoint
-            and pc == self.backend.flows[self.tid].current
+            and pc == self.backend.recorders[self.tid].current
         )
 
     def _plan_run(self, frame):

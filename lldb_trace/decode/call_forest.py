@@ -126,7 +126,7 @@ def _build(decoded, untraced_callees):
         return [], []
     gaps = [gap.index for gap in decoded.gaps]
     gap_set = set(gaps)
-    flows = list(decoded.call_items())
+    calls_and_returns = list(decoded.call_items())
     trees, resumed, current = [], [], None
 
     def open_tree(first):
@@ -140,11 +140,11 @@ def _build(decoded, untraced_callees):
             node.last = last
             node = node.parent
 
-    marks = sorted([(g, 0, None) for g in gaps] + [(i, 1, c) for i, c in flows])
+    marks = sorted([(g, 0, None) for g in gaps] + [(i, 1, c) for i, c in calls_and_returns])
     if not gaps or gaps[0] != 0:
         open_tree(0)
-    for index, is_flow, iclass in marks:
-        if not is_flow:  # a gap
+    for index, is_call_or_return, iclass in marks:
+        if not is_call_or_return:  # a gap
             if current is not None:
                 close_all(index - 1)
                 current = None

@@ -6,7 +6,7 @@ instruction whose successor needs trace).  Walking the code with capstone
 recovers every address; each distinct block is walked once and cached.
 """
 
-from ..x86_flow import Classifier, Flow
+from ..x86.instructions import Classifier, Transfer
 
 
 class BlockExpander:
@@ -26,7 +26,7 @@ class BlockExpander:
 
     def needs_trace(self, ip):
         """Does the instruction at ``ip`` need a packet to know where execution goes next?"""
-        return self.classifier[ip].flow not in (Flow.OTHER, Flow.DIRECT)
+        return self.classifier[ip].transfer not in (Transfer.OTHER, Transfer.DIRECT)
 
     def _walk(self, ip, size):
         classify = self.classifier

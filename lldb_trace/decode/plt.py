@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from itertools import islice
 
 from ..elf_info import ElfInfo, NotAnElfError
-from ..x86_flow import Flow
+from ..x86.instructions import Transfer
 from .cursor import runs
 
 PLT0_SIZE = 16
@@ -84,7 +84,7 @@ def reached_function(call, decoded, expander, plt, at=None):
             if not lazy:
                 return addresses[0], False
             in_resolver = True  # PLT0 jumped here: ld.so's resolver
-        jumped = not calls_out and expander.classifier[addresses[-1]].flow == Flow.INDIRECT
+        jumped = not calls_out and expander.classifier[addresses[-1]].transfer == Transfer.INDIRECT
     return None
 
 

@@ -2,7 +2,7 @@
 
 import capstone
 
-from ..x86_flow import MAX_INSN_SIZE
+from ..x86.instructions import MAX_INSN_SIZE
 
 
 class Disassembler:

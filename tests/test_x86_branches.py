@@ -6,7 +6,7 @@ these cover operand forms that compiled test programs rarely produce.
 
 import pytest
 
-from lldb_trace.x86_branch import BranchEvaluator
+from lldb_trace.x86.branches import BranchEvaluator
 
 CODE_AT = 0x401000
 

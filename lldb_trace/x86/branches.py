@@ -12,7 +12,7 @@ thread run away unrecorded.
 import capstone
 from capstone import x86
 
-from .x86_flow import MAX_INSN_SIZE
+from .instructions import MAX_INSN_SIZE
 
 _CF, _PF, _ZF, _SF, _OF = 1 << 0, 1 << 2, 1 << 6, 1 << 7, 1 << 11
 

@@ -1,23 +1,24 @@
-"""Turns observed instruction steps into PT streams and ground truth.
+"""A thread's recorder: turns observed instruction steps into a PT stream and ground truth.
 
-The stepping source (ptrace here, LLDB's process control later) reports, per
-thread, where the thread stands after each single step.  This module knows
+The stepping source (ptrace in session.py, LLDB's process control in
+software_backend.py) reports, per thread, where the thread stands after
+each step.  This module knows
 nothing about how the steps are made: it classifies the instruction that just
 ran, records it, and drives the thread's StreamWriter.
 """
 
 from dataclasses import dataclass
 
-from ..x86_flow import Flow
+from ..x86.instructions import Transfer
 from .ground_truth import GroundTruth, InstructionCount
 from .pt_writer import StreamWriter
 
 # Module constants: the hot path compares plain ints, not enum attribute lookups.
-_OTHER, _DIRECT, _CONDITIONAL, _INDIRECT, _FAR = (int(f) for f in Flow)
+_OTHER, _DIRECT, _CONDITIONAL, _INDIRECT, _FAR = (int(f) for f in Transfer)
 
 
 @dataclass
-class FlowOptions:
+class RecorderOptions:
     psb_period: int = 4096
     clock: object = None  # a TSC source, or None for no timing packets
     overflow_at: int | None = None  # inject an overflow at this instruction index
@@ -26,7 +27,7 @@ class FlowOptions:
     untraced: tuple = ()  # (start, end) ranges of code not followed (the live recorder's vdso)
 
 
-class ThreadFlow:
+class ThreadRecorder:
     """One thread: the instruction it stands at, its stream, its ground truth."""
 
     def __init__(self, tid, ip, classifier, options):
@@ -48,11 +49,11 @@ class ThreadFlow:
         insn = self.classifier[current]
         if insn.repeats and new_ip == current:
             return  # another REP iteration: PT reports the instruction once
-        flow = insn.flow
+        transfer = insn.transfer
         if (
-            (flow == _OTHER and new_ip != insn.next_address)
-            or (flow == _DIRECT and new_ip != insn.target)
-            or (flow == _CONDITIONAL and new_ip != insn.next_address and new_ip != insn.target)
+            (transfer == _OTHER and new_ip != insn.next_address)
+            or (transfer == _DIRECT and new_ip != insn.target)
+            or (transfer == _CONDITIONAL and new_ip != insn.next_address and new_ip != insn.target)
         ):
             # Not a successor: the instruction never ran.  A signal was delivered before it (by a
             # debugger that does not report it) and the step ran the handler's first instruction.
@@ -64,14 +65,14 @@ class ThreadFlow:
         writer = self.writer
         if self._overflow_state == "off" and writer.enabled:
             # The common cases, kept short: no packet, or one TNT bit.
-            if flow == _CONDITIONAL:
+            if transfer == _CONDITIONAL:
                 writer.conditional(new_ip != insn.next_address)
                 self.current = new_ip
                 return
-            if flow == _DIRECT:
+            if transfer == _DIRECT:
                 self.current = new_ip
                 return
-            if flow == _OTHER and not insn.repeats:
+            if transfer == _OTHER and not insn.repeats:
                 if writer.written - writer.last_psb >= writer.psb_period:
                     writer.resync(current, index)
                 self.current = new_ip
@@ -112,7 +113,7 @@ class ThreadFlow:
 
     def exited(self):
         """The thread is gone; an exit syscall at ``current`` ran."""
-        if self.classifier[self.current].flow == Flow.FAR:
+        if self.classifier[self.current].transfer == Transfer.FAR:
             self.truth.addresses.append(self.current)
             if self.writer.enabled and self._overflow_state != "lost":
                 self.writer.leave()
@@ -130,19 +131,19 @@ class ThreadFlow:
         writer = self.writer
         if not writer.enabled:
             writer.enable(self.current, index)
-        elif insn.flow == Flow.OTHER and not insn.repeats:
+        elif insn.transfer == Transfer.OTHER and not insn.repeats:
             writer.resync(self.current, index)
-        flow = insn.flow
-        if flow == Flow.CONDITIONAL:
+        transfer = insn.transfer
+        if transfer == Transfer.CONDITIONAL:
             writer.conditional(new_ip != insn.next_address)
-        elif flow == Flow.INDIRECT:
+        elif transfer == Transfer.INDIRECT:
             if any(start <= new_ip < end for start, end in self.options.untraced):
                 writer.branch_out(new_ip)
             else:
                 writer.indirect(new_ip)
-        elif flow == Flow.FAR:
+        elif transfer == Transfer.FAR:
             writer.leave()
-        if self._overflow_due(index) and flow in (Flow.CONDITIONAL, Flow.INDIRECT) and writer.enabled:
+        if self._overflow_due(index) and transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT) and writer.enabled:
             # Right after a packet-carrying branch, so decoders lose exactly what follows.
             writer.overflow()
             self._overflow_state = "lost"
@@ -153,9 +154,13 @@ class ThreadFlow:
         return self._overflow_state == "armed" and index >= self.options.overflow_at
 
     def _step_in_gap(self, insn, index, new_ip):
-        if insn.flow == Flow.FAR:
+        if insn.transfer == Transfer.FAR:
             self._enabled_in_gap = False
-        if index - self._lost_start >= self.options.overflow_lost and insn.flow == Flow.OTHER and not insn.repeats:
+        if (
+            index - self._lost_start >= self.options.overflow_lost
+            and insn.transfer == Transfer.OTHER
+            and not insn.repeats
+        ):
             # Tracing comes back before this instruction, which is traced again.
             self._close_gap(index, resume=True)
             self._step_traced(insn, index, new_ip)

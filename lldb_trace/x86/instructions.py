@@ -13,7 +13,7 @@ from capstone import x86
 MAX_INSN_SIZE = 15
 
 
-class Flow(IntEnum):
+class Transfer(IntEnum):
     """How PT reports an instruction's successor."""
 
     OTHER = 0  # falls through; no packet
@@ -27,7 +27,7 @@ class Flow(IntEnum):
 class Insn:
     address: int
     size: int
-    flow: Flow
+    transfer: Transfer
     target: int | None  # for DIRECT and CONDITIONAL
     repeats: bool  # REP/REPNE string instruction: ptrace stops once per iteration
 
@@ -38,7 +38,7 @@ class Insn:
     @property
     def straight_successor(self):
         """Where a non-branching instruction or a direct jmp/call goes next (no packet needed)."""
-        return self.target if self.flow == Flow.DIRECT else self.address + self.size
+        return self.target if self.transfer == Transfer.DIRECT else self.address + self.size
 
 
 _FAR_MNEMONICS = {"syscall", "sysenter", "int", "int1", "int3", "into", "iret", "iretd", "iretq", "ud2", "hlt"}
@@ -75,29 +75,29 @@ class Classifier(dict):
         code = self._read(address, MAX_INSN_SIZE)
         decoded = next(self._cs.disasm(code, address, 1), None)
         if decoded is None:
-            return Insn(address, 1, Flow.FAR, None, False)  # undecodable: treat as leaving the trace
-        flow, target = _flow(decoded)
+            return Insn(address, 1, Transfer.FAR, None, False)  # undecodable: treat as leaving the trace
+        transfer, target = _transfer(decoded)
         repeats = decoded.id in _STRING_OPS and any(p in (0xF2, 0xF3) for p in decoded.prefix)
-        return Insn(address, decoded.size, flow, target, repeats)
+        return Insn(address, decoded.size, transfer, target, repeats)
 
 
-def _flow(decoded):
+def _transfer(decoded):
     mnemonic = decoded.mnemonic
     if mnemonic in _FAR_MNEMONICS:
-        return Flow.FAR, None
+        return Transfer.FAR, None
     groups = set(decoded.groups)
     if capstone.CS_GRP_RET in groups or capstone.CS_GRP_IRET in groups:
-        return Flow.INDIRECT, None
+        return Transfer.INDIRECT, None
     if capstone.CS_GRP_INT in groups:
-        return Flow.FAR, None
+        return Transfer.FAR, None
     is_call = capstone.CS_GRP_CALL in groups
     is_jump = capstone.CS_GRP_JUMP in groups or decoded.id in _LOOPS
     if not (is_call or is_jump):
-        return Flow.OTHER, None
+        return Transfer.OTHER, None
     operand = decoded.operands[0] if decoded.operands else None
     direct = operand is not None and operand.type == x86.X86_OP_IMM
     if not direct:
-        return Flow.INDIRECT, None
+        return Transfer.INDIRECT, None
     if is_call or decoded.id == x86.X86_INS_JMP:
-        return Flow.DIRECT, operand.imm
-    return Flow.CONDITIONAL, operand.imm  # jcc, jrcxz, loop*
+        return Transfer.DIRECT, operand.imm
+    return Transfer.CONDITIONAL, operand.imm  # jcc, jrcxz, loop*

@@ -9,7 +9,7 @@ thread entered or left the kernel.
 import capstone
 from capstone import x86
 
-from .x86_flow import MAX_INSN_SIZE
+from .instructions import MAX_INSN_SIZE
 
 _LOOPS = {x86.X86_INS_LOOP, x86.X86_INS_LOOPE, x86.X86_INS_LOOPNE}
 _FAR_CALLS = {x86.X86_INS_VMCALL, x86.X86_INS_VMMCALL}
