@@ -24,7 +24,7 @@ only after it is complete, so an interrupted build never counts as cached.
 
 After building (and on every run unless ``--no-verify``) it is decoded with
 libipt's block decoder through the repository's binding
-(tests/reference_decode.py): the decoded instruction total must equal the
+(tests/support/reference_decode.py): the decoded instruction total must equal the
 ground-truth count in recording.json, and the blocks must tile the ground
 truth addresses exactly.
 """
@@ -87,7 +87,7 @@ def verify(bundle_path, log=print):
 
     Returns ``{tid: decoded instruction count}``; raises AssertionError on any mismatch.
     """
-    import reference_decode  # tests/reference_decode.py
+    from support import reference_decode  # tests/support/reference_decode.py
 
     from lldb_trace import libipt
     from lldb_trace.capture.ground_truth import GroundTruth

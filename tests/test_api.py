@@ -5,7 +5,7 @@ import sys
 
 import pytest
 from conftest import ROOT
-from libcalls_recording import record_libcalls
+from support.libcalls_recording import record_libcalls
 
 import lldb_trace.api as api
 from lldb_trace.capture.ground_truth import GroundTruth
@@ -26,7 +26,9 @@ def crash():
 
 @pytest.fixture
 def session(tmp_path):
-    lldb_session = pytest.importorskip("lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    lldb_session = pytest.importorskip(
+        "support.lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'"
+    )
     session = lldb_session.Session(tmp_path)
     yield session
     session.close()

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from bundle_cases import CASES, STATIC, TID, break_bundle, make_good_bundle, to_rfc
 from conftest import ROOT
+from support.bundle_cases import CASES, STATIC, TID, break_bundle, make_good_bundle, to_rfc
 
 from lldb_trace.bundle import BundleError, load_bundle
 from lldb_trace.bundle.loader import DEFAULT_KERNEL_LOAD_ADDRESS

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
-from libcalls_recording import expected_calls, record_libcalls
+from support.libcalls_recording import expected_calls, record_libcalls
 
 import lldb_trace.api as api
 from lldb_trace.bundle.loader import load_bundle
@@ -38,7 +38,9 @@ def thread(recorded):
 
 @pytest.fixture
 def session(tmp_path, recorded):
-    lldb_session = pytest.importorskip("lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    lldb_session = pytest.importorskip(
+        "support.lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'"
+    )
     session = lldb_session.Session(tmp_path)
     session.ok(f"pt load {recorded[0]}")
     yield session

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import reference_decode
 from conftest import ROOT
+from support import reference_decode
 
 from lldb_trace import libipt
 from lldb_trace.bundle.loader import load_bundle

@@ -12,7 +12,7 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
 from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402

@@ -11,7 +11,7 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.commands import COMMANDS  # noqa: E402
 

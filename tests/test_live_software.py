@@ -11,7 +11,7 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
@@ -516,7 +516,7 @@ def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, mon
     the recorder followed, a call into the vdso opens no call in the tree, and native lldb-22 decodes
     the saved bundle to the same instructions.
     """
-    import native_lldb
+    from support import native_lldb
 
     binary = _launchable(tmp_path, monkeypatch, "clock.c", "-O0")
     session = Session(tmp_path)

@@ -12,8 +12,8 @@ import struct
 import sys
 
 import pytest
-import reference_decode
 from conftest import ROOT
+from support import reference_decode
 
 from lldb_trace import libipt
 from lldb_trace.bundle import load_bundle
@@ -379,7 +379,7 @@ def test_a_damaged_committed_switch_trace_fails_cleanly(tmp_path, percpu_dir):
 
 
 def test_native_lldb_splits_the_bundle_the_same_way(percpu_dir):
-    import native_lldb
+    from support import native_lldb
 
     if not native_lldb.available():
         pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed")

@@ -7,7 +7,7 @@ from conftest import SAMPLE
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 from test_dump_commands import listed  # noqa: E402
 from test_intel_pt_pmu import FakeEvent  # noqa: E402
 from test_live_software import _launchable  # noqa: E402

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import reference_decode
 from conftest import ROOT
+from support import reference_decode
 
 from lldb_trace import libipt
 from lldb_trace.capture.ground_truth import GroundTruth
@@ -219,7 +219,7 @@ def test_no_main_needs_from_start(tmp_path):
 
 @pytest.mark.parametrize("name", [n for n in COMMITTED if n != "missing-module"])
 def test_native_lldb_decodes_scenario_to_ground_truth(scenario_bundle, name):
-    import native_lldb
+    from support import native_lldb
 
     if not native_lldb.available():
         pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed (scripts/setup.sh test installs it)")

@@ -9,7 +9,7 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 from test_live_software import _launchable  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
@@ -79,7 +79,7 @@ def test_a_save_that_fails_writes_nothing(tmp_path):
 
 
 def native_items(bundle_path):
-    import native_lldb
+    from support import native_lldb
 
     if not native_lldb.available():
         pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed")

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 from test_live_software import _launchable  # noqa: E402
 from test_trace_commands import lldb_batch, loadable  # noqa: E402
 
@@ -113,7 +113,7 @@ def test_a_live_trace_saved_at_a_fatal_signal_keeps_it(case, tmp_path, monkeypat
 
 
 def test_lldb_22_decodes_the_bundle_natively_and_shows_the_stop_with_the_plugin(tmp_path, monkeypatch):
-    import native_lldb
+    from support import native_lldb
 
     binary = shutil.which("lldb-22")
     if binary is None or not native_lldb.available():

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from bundle_cases import CASES, STATIC, break_bundle, make_good_bundle
 from conftest import ROOT
+from support.bundle_cases import CASES, STATIC, break_bundle, make_good_bundle
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from lldb_session import Session  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.bundle import load_bundle  # noqa: E402
 from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402

@@ -319,7 +319,7 @@ def test_packets_command_says_where_the_stream_was_cut(real, tmp_path, capsys):
 def test_trace_dump_warns_about_a_truncated_trace(real, tmp_path, name):
     """Before decoding too: a bundle that says where its thread stopped (the crash) is not decoded by the load."""
     pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from lldb_session import Session
+    from support.lldb_session import Session
 
     scenario = real(name)
     folder = tmp_path / "bundle"

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "test_traces" / "src" / "libcalls.c"
 ROUNDS = 3
 # What main calls in each round, as (module glob, glob of the function that runs, the name the program calls).
