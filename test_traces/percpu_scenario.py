@@ -62,7 +62,7 @@ from lldb_trace import libipt  # noqa: E402
 from lldb_trace.bundle.model import TscConversion  # noqa: E402
 from lldb_trace.capture.session import RecordOptions  # noqa: E402
 from lldb_trace.libipt import IpCompression, packets  # noqa: E402
-from lldb_trace.sources.context_switches import pack_lost_record, pack_switch_record  # noqa: E402
+from lldb_trace.perf import pack_lost_record, pack_switch_record  # noqa: E402
 
 RECIPE = Scenario(
     "percpu",

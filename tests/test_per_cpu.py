@@ -21,13 +21,12 @@ from lldb_trace.bundle.model import Bundle, CpuInfo, CpuTrace, Process, Thread, 
 from lldb_trace.capture.ground_truth import GroundTruth
 from lldb_trace.errors import LldbTraceError
 from lldb_trace.libipt import IpCompression, packets
+from lldb_trace.perf import pack_lost_record, pack_switch_record
 from lldb_trace.sources import per_cpu
 from lldb_trace.sources.context_switches import (
     U64_MAX,
     ContextSwitchTraceError,
     Variant,
-    pack_lost_record,
-    pack_switch_record,
     parse_context_switches,
     perf_time_to_tsc,
     read_context_switches,

@@ -13,7 +13,7 @@ from test_intel_pt_pmu import FakeEvent  # noqa: E402
 from test_live_software import _launchable  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
-from lldb_trace.capture import intel_pt_pmu  # noqa: E402
+from lldb_trace.capture import intel_pt_event, intel_pt_pmu  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
 
 DROPPED = "ran on untraced after 'pt stop', so its trace was dropped"
@@ -85,14 +85,14 @@ def test_software_trace_stays_readable_and_savable_until_the_process_runs_on(ses
 def test_intel_pt_trace_is_read_a_last_time_and_kept_after_pt_stop(session, tmp_path, monkeypatch):
     """The Intel PT backend at its syscall boundary: fake perf events, the real session, stop hook and commands."""
     events = {}
-    real_thread_trace = intel_pt_pmu.ThreadTrace
+    real_thread_event = intel_pt_event.IntelPtThreadEvent
 
-    def thread_trace(tid, buffer_kb, **_options):
+    def thread_event(tid, buffer_kb, **_options):
         events[tid] = FakeEvent(size=4096)
-        return real_thread_trace.from_event(tid, events[tid])
+        return real_thread_event.from_event(tid, events[tid])
 
     monkeypatch.setattr(intel_pt_pmu, "check_available", lambda: "pmu")
-    monkeypatch.setattr(intel_pt_pmu, "ThreadTrace", thread_trace)
+    monkeypatch.setattr(intel_pt_event, "IntelPtThreadEvent", thread_event)
     program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0")
     session.launch(program, "-n fib")
     assert "Intel PT (perf_event_open)" in session.ok("pt start --backend intel-pt")

@@ -1,11 +1,11 @@
 """The live intel-pt backend: one perf_event_open intel_pt event per traced thread, read at every stop.
 
 The debugger layer reads the buffers from a stop hook (``read_all``) and adds
-threads as they appear (``add_thread``, with ``--all``); see intel_pt_pmu.py
-for the events themselves.
+threads as they appear (``add_thread``, with ``--all``); see intel_pt_event.py
+for the events themselves and intel_pt_pmu.py for what the CPU offers.
 """
 
-from . import intel_pt_pmu
+from . import intel_pt_event, intel_pt_pmu
 from .cpu import host_cpu
 
 
@@ -30,7 +30,7 @@ class IntelPtBackend:
             raise
 
     def add_thread(self, tid):
-        self.traces[tid] = intel_pt_pmu.ThreadTrace(
+        self.traces[tid] = intel_pt_event.IntelPtThreadEvent(
             tid, self.buffer_kb, tsc=self.tsc, psb_period=self.psb_period, pmu=self.pmu
         )
         self._generations[tid] = 0

@@ -1,4 +1,4 @@
-"""Hardware capture: Intel PT through the kernel's ``intel_pt`` perf PMU.
+"""The kernel's ``intel_pt`` perf PMU: what this CPU offers, whether this user may use it, the config bits.
 
 The PMU describes itself in sysfs (``/sys/bus/event_source/devices/intel_pt``):
 
@@ -11,35 +11,8 @@ The PMU describes itself in sysfs (``/sys/bus/event_source/devices/intel_pt``):
 
 :func:`pmu_info` reads these.  :func:`check_available` says why tracing
 cannot work here, before any syscall.  :func:`config_for` builds
-``attr.config``.  :func:`buffer_pages` checks the ``-b`` size.
-:class:`ThreadTrace` traces one thread.
-
-Design, as in LLDB's per-thread intel-pt collector:
-
-* One event per thread: ``pid=tid, cpu=-1``, user space only
-  (``exclude_kernel``, ``exclude_hv``), no ``inherit``.  The kernel refuses
-  to mmap an inherited per-thread event (``cpu == -1``), and an inherited
-  event would also mix the new threads' packets into one buffer.  So the
-  caller traces a new thread by opening another ThreadTrace for it when the
-  debugger reports the thread (clone events, or LLDB's thread list at a stop).
-* The AUX area is mapped read-only, which puts it in overwrite ("snapshot")
-  mode: a circular buffer that always holds the newest ``-b`` KiB.  The data
-  area has no pages (only the header page), as in LLDB: nothing reads the
-  perf records.
-* Reading pauses the event with PERF_EVENT_IOC_DISABLE.  That makes the CPU
-  flush its internal packet buffers to memory and brings ``aux_head`` up to
-  date.  The buffer is then copied and the event re-enabled
-  (PERF_EVENT_IOC_ENABLE).
-
-The only mode-specific step is finding the oldest byte.  In snapshot mode the
-Intel PT driver reports ``aux_head`` as the write offset inside the buffer,
-not as a running byte count, so the offset alone cannot tell whether the
-buffer has wrapped.  The kernel hands out AUX pages zeroed, so
-:func:`snapshot_head` treats any non-zero byte at or after the offset as
-proof of a wrap.  If the buffer wrapped and that region is still all zeros,
-the only bytes lost are zero bytes, which are Intel PT PAD packets, so the
-trace decodes the same.  A head already at or past the buffer size is taken
-as a running count.
+``attr.config``.  :func:`buffer_pages` checks the ``-b`` size.  A thread is
+traced by :class:`~.intel_pt_event.IntelPtThreadEvent`.
 """
 
 import os
@@ -48,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LldbTraceError
-from .perf_event import PAGE_SIZE, PARANOID_PATH, PerfEvent, perf_event_attr, read_paranoid
+from .perf_event import PAGE_SIZE, is_power_of_two
+from .perf_event_errors import PARANOID_PATH, read_paranoid
 
 SYSFS_ROOT = "/sys/bus/event_source/devices/intel_pt"
 STATUS_PATH = "/proc/self/status"
@@ -213,7 +187,7 @@ def _format(pmu, name, purpose):
 
 def psb_period_encoding(nbytes):
     """The psb_period encoding for a PSB every ``nbytes`` bytes (a power of two of at least 2 KiB)."""
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not _power_of_two(nbytes) or nbytes < 2048:
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not is_power_of_two(nbytes) or nbytes < 2048:
         raise IntelPtConfigError(
             f"a PSB period of {nbytes} bytes is not possible: Intel PT periods are powers of two from 2048 bytes"
         )
@@ -259,155 +233,12 @@ def _kib(value):
     return f"{nbytes // 1024} KiB" if nbytes >= 1024 else f"{nbytes} B"
 
 
-def _power_of_two(n):
-    return n > 0 and n & (n - 1) == 0
-
-
 def buffer_pages(kb):
     """Pages for a ``-b KB`` trace buffer: KB a power of two, at least 4; IntelPtConfigError otherwise."""
-    if isinstance(kb, bool) or not isinstance(kb, int) or not _power_of_two(kb) or kb * 1024 < max(4096, PAGE_SIZE):
+    if isinstance(kb, bool) or not isinstance(kb, int) or not is_power_of_two(kb) or kb * 1024 < max(4096, PAGE_SIZE):
         minimum = max(4, PAGE_SIZE // 1024)
         raise IntelPtConfigError(
             f"-b {kb}: the trace buffer size must be a power of two of at least {minimum} KiB"
             f" ({minimum}, {minimum * 2}, {minimum * 4}, ...)"
         )
     return kb * 1024 // PAGE_SIZE
-
-
-def snapshot_head(ring, raw_head):
-    """``raw_head`` (the kernel's ``aux_head``) as a running byte count that :func:`snapshot_bytes` accepts.
-
-    A head at or past ``len(ring)`` already is one.  A smaller head is an
-    offset into the buffer: the buffer has wrapped when any byte from it to
-    the end is non-zero (the kernel zeroes AUX pages when it allocates them).
-    """
-    if raw_head < 0:
-        raise ValueError(f"aux_head {raw_head} is negative")
-    ring = ring if isinstance(ring, bytes | bytearray) else bytes(memoryview(ring).cast("B"))
-    size = len(ring)
-    if size == 0 or raw_head >= size:
-        return raw_head
-    wrapped = ring.count(0, raw_head) != size - raw_head
-    return raw_head + size if wrapped else raw_head
-
-
-def snapshot_bytes(ring, head):
-    """The trace held by a circular buffer ``ring`` whose writer has written ``head`` bytes in all, oldest first.
-
-    Before the first wrap (``head < len(ring)``) that is ``ring[:head]``.
-    After it, the oldest byte is at ``head % len(ring)``, and the result is
-    the whole ring rotated to start there.
-    """
-    if head < 0:
-        raise ValueError(f"head {head} is negative")
-    view = ring if isinstance(ring, bytes | bytearray) else memoryview(ring).cast("B")
-    size = len(view)
-    if size == 0 or head == 0:
-        return b""
-    if head < size:
-        return bytes(view[:head])
-    start = head % size
-    return bytes(view[start:]) + bytes(view[:start])
-
-
-class ThreadTrace:
-    """Intel PT of one thread into a circular ``buffer_kb`` KiB buffer, read on demand.
-
-    ``ThreadTrace(tid, buffer_kb)`` checks availability, opens the event
-    disabled, maps the buffers, then enables it.  :meth:`read` returns the
-    trace bytes, oldest first.  :meth:`changed` says whether :meth:`read`
-    would return something new.  :meth:`close` stops tracing and frees
-    everything.  Threads created later are not followed: open a ThreadTrace
-    for each of them (see the module notes).  Passing ``pmu`` (from
-    :func:`check_available` or :func:`pmu_info`) skips the availability check.
-    """
-
-    def __init__(
-        self,
-        tid,
-        buffer_kb=4,
-        *,
-        tsc=False,
-        psb_period=None,
-        pmu=None,
-        sysfs_root=SYSFS_ROOT,
-        paranoid_path=PARANOID_PATH,
-    ):
-        pages = buffer_pages(buffer_kb)
-        if pmu is None:
-            pmu = check_available(sysfs_root, paranoid_path)
-        attr = perf_event_attr(type=pmu.type, config=config_for(pmu, tsc, psb_period))
-        attr.disabled = 1
-        attr.exclude_kernel = 1
-        attr.exclude_hv = 1
-        event = PerfEvent.open(attr, tid, -1, what=f"Intel PT for thread {tid}", hint=SOFTWARE_HINT)
-        try:
-            event.map_ring(0)
-            event.map_aux(pages, overwrite=True)
-            event.enable()
-        except BaseException:
-            event.close()
-            raise
-        self._attach(tid, event)
-
-    @classmethod
-    def from_event(cls, tid, event):
-        """A ThreadTrace over an already open and mapped event (any object with PerfEvent's
-        ``aux_head``, ``aux_bytes()``, ``enabled``, ``enable()``, ``disable()`` and ``close()``)."""
-        trace = cls.__new__(cls)
-        trace._attach(tid, event)
-        return trace
-
-    def _attach(self, tid, event):
-        self.tid = tid
-        self._event = event
-        self._last_head = 0
-
-    @property
-    def buffer_size(self):
-        return self._event.aux_size
-
-    @property
-    def closed(self):
-        return self._event is None
-
-    def _live_event(self):
-        if self._event is None:
-            raise IntelPtUnavailableError(f"the Intel PT trace of thread {self.tid} is closed")
-        return self._event
-
-    def changed(self):
-        """Whether ``aux_head`` moved since the last read (or since the start).
-
-        The kernel updates ``aux_head`` when the thread is scheduled out or
-        the event disabled, so the answer is current for a stopped thread,
-        such as one stopped in the debugger.  A buffer that wrapped exactly
-        a whole number of times reads as unchanged.
-        """
-        return self._live_event().aux_head != self._last_head
-
-    def read(self):
-        """The trace so far, oldest byte first: pause (which flushes), copy, resume."""
-        event = self._live_event()
-        was_enabled = event.enabled
-        if was_enabled:
-            event.disable()
-        try:
-            raw_head = event.aux_head
-            ring = event.aux_bytes()
-        finally:
-            if was_enabled:
-                event.enable()
-        self._last_head = raw_head
-        return snapshot_bytes(ring, snapshot_head(ring, raw_head))
-
-    def close(self):
-        if self._event is not None:
-            event, self._event = self._event, None
-            event.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

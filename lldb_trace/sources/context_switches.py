@@ -4,26 +4,10 @@ A per-cpu bundle (``cpus[].contextSwitchTrace``) holds, for each cpu, the raw
 records of a perf_event_open software event opened with ``context_switch = 1``,
 ``sample_id_all = 1`` and ``sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME``,
 exactly as the kernel wrote them into the event's data buffer.  That is what
-native LLDB collects and saves.  With that configuration each
-``PERF_RECORD_SWITCH_CPU_WIDE`` record is 32 little-endian bytes:
-
-====== ==== ========================================================
-offset size field
-====== ==== ========================================================
-0      4    ``type`` (15: PERF_RECORD_SWITCH_CPU_WIDE)
-4      2    ``misc`` (bit 13, PERF_RECORD_MISC_SWITCH_OUT: a switch out;
-            bit 14: the task was preempted)
-6      2    ``size`` (of the whole record, header included)
-8      4    ``next_prev_pid``: the task switched to (out) or from (in)
-12     4    ``next_prev_tid``
-16     4    ``pid`` of the task switched in or out (sample_id: TID)
-20     4    ``tid``
-24     8    ``time``: perf clock nanoseconds (sample_id: TIME)
-====== ==== ========================================================
-
-pid 0 / tid 0 is the idle task.  Other record types may be mixed in
-(``PERF_RECORD_LOST``, ``THROTTLE``...); they are skipped by their ``size``
-and counted when they say records were lost.
+native LLDB collects and saves.  :mod:`lldb_trace.perf.records` walks these
+records and reads their layout; this module says what they mean.  Other record
+types (``PERF_RECORD_LOST``, ``THROTTLE``...) are skipped, and counted when
+they say records were lost.
 
 Times are turned into TSC values with the bundle's ``tscPerfZeroConversion``
 (the inverse of ``TscConversion.to_ns``, in the kernel's 64-bit arithmetic),
@@ -45,10 +29,9 @@ switch is not an error but a weaker execution:
 Decisions, for a debugger user:
 
 - A damaged file (a record size of 0 or under 8 bytes, over 8000 bytes, a
-  record type no kernel writes, a switch record shorter than the 32 bytes of
-  the layout above, or time going backwards) raises
-  :class:`ContextSwitchTraceError`, one line naming the file, the cpu, the
-  byte offset and what is wrong.  Guessing past a bad size would misattribute
+  record type no kernel writes, a switch record shorter than its 32 bytes,
+  or time going backwards) raises :class:`ContextSwitchTraceError`, one line
+  naming the file, the cpu, the byte offset and what is wrong.  Guessing past a bad size would misattribute
   instructions between threads silently; a clear error is better.
 - A file that ends inside a record (a truncated copy, a buffer cut at a page)
   is not an error: the incomplete trailing record is skipped and its size is
@@ -60,28 +43,18 @@ Decisions, for a debugger user:
   backwards is an error.
 """
 
-import struct
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from ..errors import LldbTraceError
-
-PERF_RECORD_LOST = 2
-PERF_RECORD_THROTTLE = 5
-PERF_RECORD_UNTHROTTLE = 6
-PERF_RECORD_LOST_SAMPLES = 13
-PERF_RECORD_SWITCH_CPU_WIDE = 15
-PERF_RECORD_MISC_SWITCH_OUT = 1 << 13
-PERF_RECORD_MISC_SWITCH_OUT_PREEMPT = 1 << 14
-
-HEADER = struct.Struct("<IHH")
-SWITCH_RECORD = struct.Struct("<IHHIIIIQ")  # header, next_prev_pid/tid, pid/tid, time
-LOST_RECORD = struct.Struct("<IHHQQIIQ")  # header, id, lost, pid/tid, time
-SWITCH_RECORD_SIZE = SWITCH_RECORD.size  # 32
-MAX_RECORD_SIZE = 8000  # perf records are small; a bigger size means the bytes are not records
-_MAX_TYPE = 119  # as native LLDB: kernels define about 20 types; leave room for new ones, reject garbage
-_LOSS_TYPES = (PERF_RECORD_LOST, PERF_RECORD_THROTTLE, PERF_RECORD_UNTHROTTLE, PERF_RECORD_LOST_SAMPLES)
+from ..perf import (
+    LOSS_RECORD_TYPES,
+    PERF_RECORD_SWITCH_CPU_WIDE,
+    PerfRecordError,
+    unpack_switch_record,
+    walk_records,
+)
 
 U64_MAX = (1 << 64) - 1
 
@@ -192,59 +165,36 @@ def read_context_switches(path, cpu, conversion):
 
 def parse_context_switches(data, cpu, conversion, source="context switch trace"):
     """Parse raw perf records into a :class:`ContextSwitchTrace`; raises ContextSwitchTraceError on damage."""
-    records, loss_records, offset = [], 0, 0
-    size_total = len(data)
+    records, loss_records, end = [], 0, 0
     previous_ns = None
 
     def fail(at, reason):
-        raise ContextSwitchTraceError(f"{source}: cpu {cpu}: bad context switch record at offset {at}: {reason}")
+        message = f"{source}: cpu {cpu}: bad context switch record at offset {at}: {reason}"
+        raise ContextSwitchTraceError(message) from None
 
-    while offset < size_total:
-        if size_total - offset < HEADER.size:
-            break  # not even a header left: an incomplete trailing record
-        kind, misc, size = HEADER.unpack_from(data, offset)
-        if size < HEADER.size:
-            fail(offset, f"its size is {size} bytes, less than a perf record header")
-        if size > MAX_RECORD_SIZE:
-            fail(offset, f"its size is {size} bytes; perf records are at most {MAX_RECORD_SIZE}")
-        if kind >= _MAX_TYPE:
-            fail(offset, f"record type {kind} is not a perf record type")
-        if offset + size > size_total:
-            break  # the file ends inside this record
-        if kind == PERF_RECORD_SWITCH_CPU_WIDE:
-            if size < SWITCH_RECORD_SIZE:
-                fail(
-                    offset,
-                    f"a switch record of {size} bytes; it needs {SWITCH_RECORD_SIZE} "
-                    "(sample_id_all with sample_type PERF_SAMPLE_TID | PERF_SAMPLE_TIME)",
-                )
-            _, _, _, next_prev_pid, next_prev_tid, pid, tid, time_ns = SWITCH_RECORD.unpack_from(data, offset)
-            if previous_ns is not None and time_ns < previous_ns:
-                fail(offset, f"time goes backwards ({time_ns} ns, after a record at {previous_ns} ns)")
-            previous_ns = time_ns
-            records.append(
-                SwitchRecord(
-                    offset=offset,
-                    is_out=bool(misc & PERF_RECORD_MISC_SWITCH_OUT),
-                    pid=pid,
-                    tid=tid,
-                    next_prev_pid=next_prev_pid,
-                    next_prev_tid=next_prev_tid,
-                    time_ns=time_ns,
-                    tsc=perf_time_to_tsc(conversion, time_ns),
-                    preempted=bool(misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT),
-                )
-            )
-        elif kind in _LOSS_TYPES:
-            loss_records += 1
-        offset += size
+    try:
+        for header in walk_records(data):
+            if header.type == PERF_RECORD_SWITCH_CPU_WIDE:
+                switch = unpack_switch_record(data, header)
+                if previous_ns is not None and switch.time_ns < previous_ns:
+                    fail(
+                        header.offset, f"time goes backwards ({switch.time_ns} ns, after a record at {previous_ns} ns)"
+                    )
+                previous_ns = switch.time_ns
+                tsc = perf_time_to_tsc(conversion, switch.time_ns)
+                records.append(SwitchRecord(offset=header.offset, tsc=tsc, **switch._asdict()))
+            elif header.type in LOSS_RECORD_TYPES:
+                loss_records += 1
+            end = header.offset + header.size
+    except PerfRecordError as error:
+        fail(error.offset, error.reason)
     return ContextSwitchTrace(
         cpu=cpu,
         source=source,
         records=tuple(records),
         executions=tuple(executions_from_records(records, cpu)),
         loss_records=loss_records,
-        ignored_tail=size_total - offset,
+        ignored_tail=len(data) - end,
     )
 
 
@@ -281,19 +231,3 @@ def _hinted_end(switched_in, next_record, cpu):
 def _hinted_start(previous, switched_out, cpu):
     start = min(previous.tsc + 1, switched_out.tsc)
     return Execution(switched_out.tid, switched_out.pid, cpu, start, switched_out.tsc, Variant.HINTED_START)
-
-
-# Writing records (for tests and for making per-cpu bundles from per-thread recordings).
-
-
-def pack_switch_record(is_out, pid, tid, next_prev_pid, next_prev_tid, time_ns, preempted=False):
-    """One 32-byte PERF_RECORD_SWITCH_CPU_WIDE record, as the kernel writes it for LLDB's event."""
-    misc = (PERF_RECORD_MISC_SWITCH_OUT if is_out else 0) | (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT if preempted else 0)
-    return SWITCH_RECORD.pack(
-        PERF_RECORD_SWITCH_CPU_WIDE, misc, SWITCH_RECORD_SIZE, next_prev_pid, next_prev_tid, pid, tid, time_ns
-    )
-
-
-def pack_lost_record(lost, time_ns, event_id=0, pid=0, tid=0):
-    """A PERF_RECORD_LOST record (``lost`` records were dropped), with the same sample_id fields."""
-    return LOST_RECORD.pack(PERF_RECORD_LOST, 0, LOST_RECORD.size, event_id, lost, pid, tid, time_ns)
