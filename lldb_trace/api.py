@@ -128,8 +128,8 @@ def open_bundle(path, disassembly_flavor="att"):
 
 def of_target(target):
     """The Trace behind an LLDB target that ``trace load`` made or ``pt start`` traces (inside LLDB's ``script``)."""
-    from .commands.symbols import Symbolizer, disassembly_flavor
     from .debugger import registry
+    from .debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 
     if target is None or not hasattr(target, "IsValid"):
         raise TargetWithoutTraceError(
@@ -143,5 +143,5 @@ def of_target(target):
         raise TargetWithoutTraceError(
             f"{name} has no trace: load one with 'trace load BUNDLE', or trace the process with 'pt start'"
         )
-    symbolizer = Symbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
+    symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
     return Trace(process_trace.bundle, [process_trace], [symbolizer])

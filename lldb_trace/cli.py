@@ -32,7 +32,7 @@ def _versions(_args):
 
 def _packets(args):
     from .bundle.file_checks import not_a_regular_file
-    from .packet_dump import TruncatedStreamError, iter_lines
+    from .views.packets import TruncatedStreamError, packet_lines
 
     try:
         kind = not_a_regular_file(Path(args.trace))  # a pipe would block, /dev/zero never end
@@ -42,11 +42,43 @@ def _packets(args):
     if kind:
         raise LldbTraceError(f"{args.trace} is {kind}, not a trace file")
     try:
-        for line in iter_lines(trace):
+        for line in packet_lines(trace):
             print(line)
     except TruncatedStreamError as error:  # after the listing: one line naming the file and the cut packet
         sys.stdout.flush()
         raise LldbTraceError(f"{args.trace}: {error}") from None
+
+
+def _dump(args):
+    """What ``pt dump`` prints for the bundle, symbolized from the module files (the ELF symbolizer)."""
+    from . import api
+    from .views import INFO, dump_options, dump_thread, render, render_info, session_info
+    from .views.options import OPTIONS
+
+    given = {name: getattr(args, name.replace("-", "_"), None) for name in OPTIONS}
+    options = dump_options({name: value for name, value in given.items() if value not in (None, False)})
+    trace = api.open_bundle(args.bundle, args.flavor)
+    if not trace.processes:
+        raise LldbTraceError(f"{trace.bundle.path} holds no process (only a kernel): there is no thread to dump")
+    process_trace = trace.thread(args.tid[0]).process_trace if args.tid else trace.processes[0]
+    tids = [process_trace.thread(tid).tid for tid in dict.fromkeys(args.tid or [])] or _stopped_thread(process_trace)
+    if options.mode == INFO:
+        for tid in tids:  # the counts pt dump shows once LLDB has asked where the thread stopped
+            process_trace.decoded(tid)
+        number = {tid: k for k, tid in enumerate(process_trace.tids, start=1)}  # LLDB's thread indexes
+        print(render_info(session_info(process_trace, tids, options.verbose, number.get), options))
+        return
+    dumps = [dump_thread(process_trace, tid, options, trace.thread(tid).symbolizer) for tid in tids]
+    print(render(dumps, options))
+
+
+def _stopped_thread(process_trace):
+    """The thread ``pt load`` selects: the one a signal stopped (a crash), else the main thread (or the first)."""
+    threads = process_trace.process.threads
+    signalled = [thread.tid for thread in threads if thread.stop is not None]
+    if signalled or process_trace.pid in process_trace.tids:
+        return signalled[:1] or [process_trace.pid]
+    return process_trace.tids[:1]
 
 
 def _record(args):
@@ -101,6 +133,16 @@ def _record(args):
         print("interrupted: the recording is partial, up to the Ctrl-C", file=sys.stderr)
 
 
+def _number(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number (give it in decimal, or in hex as 0x1f): {text}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
+
+
 def _positive(text):
     value = int(text, 0)
     if value <= 0:
@@ -123,6 +165,7 @@ def _parser():
     packets = commands.add_parser("packets", help="list the packets of a raw Intel PT trace file")
     packets.add_argument("trace", help="raw Intel PT trace file")
     packets.set_defaults(run=_packets)
+    _dump_parser(commands)
     rec = commands.add_parser(
         "record",
         help="run a program, single-stepping it, and write its control flow as an Intel PT bundle",
@@ -147,6 +190,38 @@ def _parser():
         "lldbinit", help="print the ~/.lldbinit lines that load this plugin into a system LLDB"
     ).set_defaults(run=_lldbinit)
     return parser
+
+
+def _dump_parser(commands):
+    dump = commands.add_parser(
+        "dump",
+        help="print a bundle's session info, instructions, events or call tree, as 'pt dump' does in LLDB",
+        description="Print what 'pt dump' prints for BUNDLE in LLDB, with symbols and source lines read from the"
+        " module files (ELF symbols, PLT stubs, DWARF lines). Without -i, -E or -C: the session info. The default"
+        " thread is the one 'trace load' selects: the one a signal stopped, else the main thread.",
+    )
+    dump.add_argument("bundle", metavar="BUNDLE", help="the bundle's JSON file, or a folder holding trace.json")
+    dump.add_argument("-t", "--tid", type=_number, action="append", help="a thread to dump (repeat for several)")
+    dump.add_argument("-i", "--instructions", action="store_true", help="the last COUNT items, newest first")
+    dump.add_argument("-C", "--function-calls", action="store_true", help="the call tree, in execution order")
+    dump.add_argument("-E", "--only-events", action="store_true", help="the trace's events alone")
+    dump.add_argument("-c", "--count", type=_number, metavar="N", help="how many items, events or calls (default 10)")
+    dump.add_argument("-o", "--offset", type=_number, metavar="N", help="skip this many first (default 0)")
+    dump.add_argument("-I", "--id", type=_number, metavar="N", help="start at this item index")
+    dump.add_argument("-f", "--forwards", action="store_true", help="oldest first, --offset from the beginning")
+    dump.add_argument("-a", "--all", action="store_true", help="every item, event or call (instead of --count)")
+    dump.add_argument("-T", "--time", action="store_true", help="timestamps (wall-clock ns, else the TSC)")
+    dump.add_argument("-r", "--raw", action="store_true", help="addresses only: no symbols or disassembly")
+    dump.add_argument("-K", "--kind", action="store_true", help="each instruction's control-flow kind")
+    dump.add_argument("-e", "--events", action="store_true", help="the trace's events between the items")
+    dump.add_argument("-l", "--flat", action="store_true", help="calls: one per line, no hierarchy")
+    dump.add_argument("-N", "--newest-first", action="store_true", help="calls: the newest first")
+    dump.add_argument("-m", "--module", metavar="GLOB", help="calls: only those of modules matching ('libc.so*')")
+    dump.add_argument("-n", "--function", metavar="GLOB", help="calls: only those of functions matching ('str*')")
+    dump.add_argument("-j", "--json", action="store_true", help="print JSON instead of text")
+    dump.add_argument("-v", "--verbose", action="store_true", help="session info: also print the bundle file")
+    dump.add_argument("--flavor", choices=["att", "intel"], default="att", help="disassembly syntax (default att)")
+    dump.set_defaults(run=_dump)
 
 
 def main(argv=None):

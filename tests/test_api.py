@@ -68,13 +68,13 @@ def executed(bundle_path):
 
 def test_the_elf_symbolizer_answers_as_lldb_does(session, tmp_path):
     """Module, function (or stub), file, line and disassembly of every executed address, on -g programs."""
-    from lldb_trace.commands.symbols import Symbolizer
+    from lldb_trace.debugger.symbolizer import LldbSymbolizer
 
     bundles = [record_libcalls(tmp_path)[0]] + ([CRASH] if modules_match(CRASH) else [])
     for bundle in bundles:
         session.ok(f"pt load {bundle}")
         process_trace = api.of_target(session.target).processes[0]
-        from_lldb = Symbolizer(session.target, process_trace.memory)
+        from_lldb = LldbSymbolizer(session.target, process_trace.memory)
         from_elf = api.open_bundle(bundle).threads[0].symbolizer
         addresses = executed(bundle)
         differing = [hex(a) for a in addresses if from_elf.locate(a) != from_lldb.locate(a)]

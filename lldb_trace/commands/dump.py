@@ -1,16 +1,19 @@
-"""``pt dump`` (and ``trace dump``): what a loaded trace holds, per the RFC's session info."""
+"""``pt dump`` (and ``trace dump``): the LLDB side of the views (views/) of a loaded or live trace.
 
-import json
+What is LLDB's business stays here: the options as LLDB parses them, which
+target's trace and which threads, where Enter continues, the LLDB symbolizer,
+and handing the text to LLDB (or to --file).  What a dump shows, and what its
+options mean, is the views' business, shared with ``lldb-trace dump``.
+"""
 
 import lldb
 
 from ..debugger import registry
+from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
-from ..x86.control_flow_kind import ControlFlowKinds
-from . import dump_calls, dump_instructions, dump_options
+from ..views import INFO, Continuation, dump_options, dump_thread, render, render_info, session_info
+from ..views.options import OPTIONS, VALUED
 from .base import TidOptionCommand, help_paragraphs
-from .dump_info import format_info, session_info
-from .symbols import Symbolizer, disassembly_flavor
 
 
 class NoTraceError(LldbTraceError):
@@ -138,7 +141,7 @@ class DumpCommand(TidOptionCommand):
         flag("k", "continue", "Continue where the previous dump of the thread stopped (what Enter does).")
         parser.add_option("F", "file", "Write the dump to this file.", default=None, value_type=lldb.eArgTypeFilename)
         self.add_tid_option("A thread to dump (repeat for several; default: the selected thread).")
-        self.continuations = {}  # (target key, tid, mode, forwards) -> where the next dump starts
+        self.continuations = {}  # (process id, tid, mode, forwards) -> where the next dump starts
 
     def get_repeat_command(self, command):
         """Enter after a dump continues it: the same command plus --continue (LLDB passes "dump ...")."""
@@ -153,21 +156,37 @@ class DumpCommand(TidOptionCommand):
             result.SetError(f"unexpected argument '{args[0]}': give threads with -t TID")
             return
         parser = self.get_parser()
-        was_set = parser.was_set
-        mode = dump_options.dump_mode(was_set)
-        dump_options.check_options(was_set, mode)
+        given = {name: getattr(parser, name) if name in VALUED else True for name in OPTIONS if parser.was_set(name)}
+        options = dump_options(given)
         target, process_trace = selected_trace(debugger, exe_ctx)
         tids = chosen_tids(process_trace, target, self.tids)
-        if mode == dump_options.INFO:
-            info = session_info(process_trace, target, tids, verbose=was_set("verbose"))
-            _emit(result, json.dumps(info, indent=2) if was_set("json") else format_info(info), parser)
+        if options.mode == INFO:
+            _emit(result, render_info(lldb_session_info(process_trace, target, tids, options.verbose), options), parser)
             return
-        dump = {dump_options.INSTRUCTIONS: _instructions, dump_options.EVENTS: _events}.get(mode, _function_calls)
-        symbolizer = Symbolizer(target, process_trace.memory, disassembly_flavor(debugger))
-        chunks = [dump(self, parser, process_trace, target, tid, symbolizer) for tid in tids]
-        as_json = json.dumps(chunks[0] if len(chunks) == 1 else chunks, indent=1) if was_set("json") else None
-        text = as_json or "\n".join(chunks)
-        _emit(result, text, parser)
+        symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(debugger))
+        dumps = [self._dump_thread(process_trace, target, tid, options, symbolizer) for tid in tids]
+        _emit(result, render(dumps, options), parser)
+
+    def _dump_thread(self, process_trace, target, tid, options, symbolizer):
+        """One thread's dump, continuing the previous one of the same kind with --continue (Enter)."""
+        key = (target.GetProcess().GetUniqueID(), tid, options.mode, options.forwards)
+        continued = options.continuing and key in self.continuations
+        dump = dump_thread(
+            process_trace, tid, options, symbolizer, Continuation(self.continuations[key]) if continued else None
+        )
+        self.continuations[key] = dump.next_start
+        return dump
+
+
+def lldb_session_info(process_trace, target, tids, verbose):
+    """The session info of ``tids``, numbering threads as LLDB does."""
+    process = target.GetProcess()
+
+    def thread_index(tid):
+        thread = process.GetThreadByID(tid)
+        return thread.GetIndexID() if thread.IsValid() else None
+
+    return session_info(process_trace, tids, verbose, thread_index)
 
 
 def _has_short(command, letters):
@@ -187,116 +206,3 @@ def _emit(result, text, parser):
     else:
         result.AppendMessage(text)
     result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
-
-
-def _count(parser):
-    return None if parser.was_set("all") else parser.count
-
-
-def _offset(parser):
-    return parser.offset
-
-
-def _header(process_trace, tid):
-    return f"pid: '{process_trace.pid}', tid: '{tid}'"
-
-
-def _continuation_key(target, tid, mode, forwards):
-    return (target.GetProcess().GetUniqueID(), tid, mode, forwards)
-
-
-def _view(parser):
-    was_set = parser.was_set
-    return dump_instructions.InstructionView(
-        _count(parser), _offset(parser), was_set("forwards"), was_set("time"), was_set("raw"), was_set("events")
-    )  # fmt: skip
-
-
-def _checked_id(parser, decoded, tid):
-    """--id, or None; an index past the thread's last item is an error (not an empty dump)."""
-    if not parser.was_set("id") or decoded is None:
-        return None
-    if parser.id >= decoded.item_count:
-        raise LldbTraceError(
-            f"--id {parser.id} is past the end of thread {tid}'s trace: its items are 0 to {decoded.item_count - 1}"
-        )
-    return parser.id
-
-
-def _continued(command, parser, key):
-    """``(True, where)`` when --continue follows an earlier dump (``where`` None: it reached the end)."""
-    if parser.was_set("continue") and key in command.continuations:
-        return True, command.continuations[key]
-    return False, None
-
-
-def _instructions(command, parser, process_trace, target, tid, symbolizer):
-    decoded = process_trace.decoded(tid)
-    view = _view(parser)
-    key = _continuation_key(target, tid, "instructions", view.forwards)
-    continued, start = _continued(command, parser, key)
-    item_id = _checked_id(parser, decoded, tid)
-    if not continued and item_id is not None:
-        start = item_id + view.offset if view.forwards else item_id - view.offset
-    items = _paged(command, decoded, key, continued and start is None, lambda: dump_instructions.window(
-        decoded, process_trace.expander, view, start))  # fmt: skip
-    conversion = process_trace.bundle.tsc_conversion
-    kinds = ControlFlowKinds(process_trace.memory.read) if parser.was_set("kind") else None
-    if parser.was_set("json"):
-        return dump_instructions.json_items(items, view, symbolizer, conversion, kinds)
-    lines = _heading(parser, process_trace, tid, decoded, items, "items")
-    return "\n".join(lines + dump_instructions.text_lines(items, view, symbolizer, conversion, kinds))
-
-
-def _events(command, parser, process_trace, target, tid, symbolizer):
-    decoded = process_trace.decoded(tid)
-    view = _view(parser)
-    key = _continuation_key(target, tid, "events", view.forwards)
-    continued, start = _continued(command, parser, key)
-    item_id = _checked_id(parser, decoded, tid)
-    events = _paged(command, decoded, key, continued and start is None, lambda: dump_instructions.event_window(
-        decoded, view, item_id, start))  # fmt: skip
-    conversion = process_trace.bundle.tsc_conversion
-    if parser.was_set("json"):
-        return dump_instructions.json_events(events, view, decoded, conversion)
-    lines = _heading(parser, process_trace, tid, decoded, events, "events")
-    return "\n".join(lines + dump_instructions.event_lines(events, view, decoded, conversion))
-
-
-def _function_calls(command, parser, process_trace, target, tid, symbolizer):
-    decoded = process_trace.decoded(tid)
-    was_set = parser.was_set
-    view = dump_calls.CallView(
-        _count(parser), _offset(parser), was_set("forwards"), was_set("newest-first"), was_set("flat"),
-        parser.module if was_set("module") else None, parser.function if was_set("function") else None,
-    )  # fmt: skip
-    key = _continuation_key(target, tid, "calls", view.forwards)
-    continued, start = _continued(command, parser, key)
-    item_id = _checked_id(parser, decoded, tid)
-    listed = dump_calls.listed_calls(process_trace.call_forest(tid), view, symbolizer) if decoded else ()
-    if not continued and item_id is not None:
-        at = dump_calls.anchor(listed, item_id)
-        start = at + view.offset if view.forwards else at - view.offset
-    calls = _paged(command, decoded, key, continued and start is None, lambda: dump_calls.call_window(
-        listed, view, start))  # fmt: skip
-    conversion = process_trace.bundle.tsc_conversion
-    if was_set("json"):
-        return dump_calls.json_calls(decoded, calls, view, symbolizer, conversion)
-    lines = _heading(parser, process_trace, tid, decoded, calls, "calls")
-    return "\n".join(lines + dump_calls.text_lines(decoded, calls, view, symbolizer, conversion))
-
-
-def _paged(command, decoded, key, ended, window):
-    """The entries ``window()`` picks, remembering where Enter continues; none once a continuation ran out."""
-    entries, next_start = ([], None) if decoded is None or ended else window()
-    command.continuations[key] = next_start
-    return entries
-
-
-def _heading(parser, process_trace, tid, decoded, entries, what):
-    lines = [_header(process_trace, tid)]
-    if decoded is None:
-        lines.append("  (no trace for this thread)")
-    elif not entries:
-        lines.append(f"  (no more {what})" if parser.was_set("continue") else f"  (no {what})")
-    return lines

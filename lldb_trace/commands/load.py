@@ -6,8 +6,9 @@ from ..bundle import load_bundle
 from ..debugger import registry
 from ..debugger.postmortem import create_targets
 from ..decode.truncation import find_file_cut
+from ..views import info_text
 from .base import TraceCommand, help_paragraphs
-from .dump_info import format_info, session_info
+from .dump import lldb_session_info
 
 
 class LoadCommand(TraceCommand):
@@ -71,7 +72,7 @@ def _contents(target):
     process_trace = registry.for_target(target)
     if process_trace is None:  # the kernel's target: its module only
         return f"    {target.GetModuleAtIndex(0).GetFileSpec().fullpath} (kernel image)"
-    info = format_info(session_info(process_trace, target, process_trace.tids, verbose=False))
+    info = info_text(lldb_session_info(process_trace, target, process_trace.tids, verbose=False))
     return "\n".join(f"    {line}" for line in info.splitlines())
 
 

@@ -3,36 +3,29 @@
 Gives the answers LLDB gives for the same addresses (see elf_symbols.py and
 dwarf_lines.py for how): the module's file name, the function (or the PLT
 stub's symbol), the line table row's file and line, and the instruction in
-AT&T or Intel syntax.  Every answer is cached per address.
+AT&T or Intel syntax.
 """
 
 import os
 from bisect import bisect_right
 
 from ..elf_info import ElfInfo, NotAnElfError
-from .disassembly import Disassembler
 from .elf_symbols import ModuleSymbols
 from .location import Location
+from .symbolizer import Symbolizer
 
 
-class ElfSymbolizer:
+class ElfSymbolizer(Symbolizer):
     """``locate(address) -> Location`` for bundle ``modules`` (at run-time addresses), code read via ``memory``."""
 
     def __init__(self, modules, memory, flavor="att"):
+        super().__init__(memory, flavor)
         self._modules = sorted(modules, key=lambda module: module.load_address)
         self._starts = [module.load_address for module in self._modules]
         self._symbols = {}
-        self._disassembler = Disassembler(memory.read, flavor)
-        self._cache = {}
-
-    def locate(self, address):
-        found = self._cache.get(address)
-        if found is None:
-            found = self._cache[address] = self._locate(address)
-        return found
 
     def _locate(self, address):
-        mnemonic, operands = self._disassembler.instruction(address)
+        mnemonic, operands = self.instruction(address)
         module = self._module_at(address)
         if module is None:
             return Location(None, None, None, None, mnemonic, operands)

@@ -1,16 +1,16 @@
-"""What an address is, for the dumps: module, function, source line and disassembly, from LLDB.
+"""What an address is, answered by LLDB: the symbolizer of the ``pt`` commands and of ``api.of_target``.
 
 Symbols and lines come from LLDB (so debug info, demangling and source maps
 work as everywhere else in LLDB); disassembly comes from capstone over the
-module bytes, in the flavor LLDB's ``target.x86-disassembly-flavor`` asks for
-(AT&T unless it says intel).  Everything is cached per address: a trace
-visits the same code over and over.  Outside LLDB, ``symbolize.ElfSymbolizer``
-gives the same Locations from the module files.
+module bytes (see symbolize.Symbolizer), in the flavor LLDB's
+``target.x86-disassembly-flavor`` asks for (AT&T unless it says intel).
+Outside LLDB, ``symbolize.ElfSymbolizer`` gives the same Locations from the
+module files.
 """
 
 import lldb
 
-from ..symbolize import Disassembler, Location
+from ..symbolize import Location, Symbolizer
 
 
 def disassembly_flavor(debugger):
@@ -19,19 +19,12 @@ def disassembly_flavor(debugger):
     return "intel" if value == "intel" else "att"
 
 
-class Symbolizer:
+class LldbSymbolizer(Symbolizer):
     """Locations of addresses in ``target``, reading code through a CodeMemory."""
 
     def __init__(self, target, memory, flavor="att"):
+        super().__init__(memory, flavor)
         self.target = target
-        self._disassembler = Disassembler(memory.read, flavor)
-        self._cache = {}
-
-    def locate(self, address):
-        found = self._cache.get(address)
-        if found is None:
-            found = self._cache[address] = self._locate(address)
-        return found
 
     def _locate(self, address):
         resolved = self.target.ResolveLoadAddress(address)
@@ -39,7 +32,7 @@ class Symbolizer:
         symbol = resolved.GetSymbol()
         line_entry = resolved.GetLineEntry()
         file_spec = line_entry.GetFileSpec() if line_entry.IsValid() else None
-        mnemonic, operands = self._disassembler.instruction(address)
+        mnemonic, operands = self.instruction(address)
         return Location(
             module.GetFileSpec().GetFilename() if module.IsValid() else None,
             symbol.GetName() if symbol.IsValid() else None,

@@ -1,15 +1,16 @@
-"""The session info of ``pt dump`` (no mode option) and ``pt load -v``: what a traced process holds.
+"""The session info view (``pt dump`` and ``lldb-trace dump`` without a mode, ``pt load -v``).
 
-Built as plain data first (the ``--json`` form), then formatted as text, so
-both forms say the same things: the CPU, every module, and per thread its
+What a traced process holds: the CPU, every module, and per thread its
 trace, the signal that stopped it, a truncation, and the decode's counts.
+Built as plain data first (the ``--json`` form, written by ``json.dumps``),
+then written as text by :func:`info_text`, so both forms say the same things.
 """
 
 from ..decode.truncation import find_file_cut
 
 
-def session_info(process_trace, target, tids, verbose):
-    """Everything ``pt dump`` shows, as plain data (the --json form)."""
+def session_info(process_trace, tids, verbose, thread_index=lambda tid: None):
+    """Everything the session info shows, as plain data; ``thread_index(tid)``: the debugger's thread number."""
     bundle = process_trace.bundle
     cpu = bundle.cpu
     info = {
@@ -28,19 +29,18 @@ def session_info(process_trace, target, tids, verbose):
             }
             for module in process_trace.process.modules
         ],
-        "threads": [_thread_info(process_trace, target, tid) for tid in tids],
+        "threads": [_thread_info(process_trace, tid, thread_index(tid)) for tid in tids],
     }
     if verbose:
         info["bundleText"] = bundle.text
     return info
 
 
-def _thread_info(process_trace, target, tid):
+def _thread_info(process_trace, tid, index):
     thread = process_trace.thread(tid)
-    lldb_thread = target.GetProcess().GetThreadByID(tid)
     info = {
         "tid": tid,
-        "index": lldb_thread.GetIndexID() if lldb_thread.IsValid() else None,
+        "index": index,
         "traceFile": None,
         "traceSize": 0,
         **process_trace.source.describe(tid),  # where the bytes come from: a file, per-cpu pieces, a live backend
@@ -68,7 +68,7 @@ def _thread_info(process_trace, target, tid):
     return info
 
 
-def format_info(info):
+def info_text(info):
     """The text form of :func:`session_info`."""
     cpu = info["cpu"]
     cpu_text = f"family {cpu['family']} model {cpu['model']} stepping {cpu['stepping']}"

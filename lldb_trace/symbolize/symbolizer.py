@@ -1,0 +1,37 @@
+"""The symbolizer protocol: what the views and the API ask of an address, answered once per address.
+
+A view needs one thing from a symbolizer: ``locate(address) -> Location``.
+Where the module, function and line come from is the implementation's
+business (LLDB in ``debugger/symbolizer.py``, the ELF and DWARF files in
+``elf_symbolizer.py``); the disassembly and the per-address cache are the
+same for both, so they live here.
+"""
+
+from abc import ABC, abstractmethod
+
+from .disassembly import Disassembler
+
+
+class Symbolizer(ABC):
+    """``locate(address) -> Location``, cached: a trace visits the same code over and over.
+
+    Code is read through ``memory`` (a CodeMemory) and disassembled in ``flavor`` ("att" or "intel").
+    """
+
+    def __init__(self, memory, flavor="att"):
+        self._disassembler = Disassembler(memory.read, flavor)
+        self._cache = {}
+
+    def locate(self, address):
+        found = self._cache.get(address)
+        if found is None:
+            found = self._cache[address] = self._locate(address)
+        return found
+
+    def instruction(self, address):
+        """``(mnemonic, operands)`` of the instruction at ``address``."""
+        return self._disassembler.instruction(address)
+
+    @abstractmethod
+    def _locate(self, address):
+        """The Location of ``address``, found the implementation's way (called once per address)."""

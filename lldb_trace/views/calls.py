@@ -1,0 +1,121 @@
+"""The ``--function-calls`` view: which calls of the call forest a dump shows, in execution order.
+
+Calls are filtered by --module and --function globs (on the module's file
+name; on the function's name or the name of the PLT stub it was called
+through).  The window is COUNT calls: by default the last ones, OFFSET back
+from the end; ``forwards`` counts from the first call instead; an anchor
+(--id) puts the window's newest (or, forwards, oldest) call at the call
+that holds an item.  The window is shown oldest first unless
+``newest_first``; Enter continues towards older calls, or newer ones going
+forwards.
+"""
+
+from bisect import bisect_left, bisect_right
+from fnmatch import fnmatchcase
+
+from .entries import CallEntry, shown_time
+
+
+def call_window(process_trace, tid, options, symbolizer, start=None):
+    """``(CallEntry list in display order, where Enter continues or None)``; ``start``: a continuation's."""
+    listed = listed_calls(process_trace.call_forest(tid), options, symbolizer)
+    if start is None and options.id is not None:
+        at = anchor(listed, options.id)
+        start = at + options.offset if options.forwards else at - options.offset
+    calls, next_start = _window(listed, options, start)
+    decoded = process_trace.decoded(tid)
+    conversion = process_trace.bundle.tsc_conversion
+
+    def locate(address):
+        return symbolizer.locate(address) if address is not None else None
+
+    entries = [
+        CallEntry(
+            call,
+            locate(call.address),
+            locate(call.stub),
+            timing(decoded, call, conversion) if decoded.has_timestamps else None,
+        )
+        for call in calls
+    ]
+    return entries[::-1] if options.newest_first else entries, next_start
+
+
+def listed_calls(forest, options, symbolizer):
+    """The calls the filters let through, in execution order."""
+    calls = forest.calls()
+    if options.module is None and options.function is None:
+        return calls
+    verdicts = {}
+
+    def wanted(call):
+        key = (call.address, call.stub)
+        if key not in verdicts:
+            verdicts[key] = _matches(call, options, symbolizer)
+        return verdicts[key]
+
+    return [call for call in calls if wanted(call)]
+
+
+def _matches(call, options, symbolizer):
+    if call.address is None:
+        return False
+    location = symbolizer.locate(call.address)
+    if options.module is not None and not fnmatchcase(location.module or "", options.module):
+        return False
+    if options.function is None:
+        return True
+    names = [location.function, symbolizer.locate(call.stub).function if call.stub is not None else None]
+    return any(name is not None and fnmatchcase(name, options.function) for name in names)
+
+
+def anchor(calls, item):
+    """Where item ``item`` is in ``calls``: the innermost listed call holding it, else the last one before it (-1)."""
+    k = bisect_right(calls, item, key=lambda call: call.first) - 1
+    if k < 0:
+        return -1
+    node = calls[k]
+    while node is not None and node.last < item:
+        node = node.parent
+    while node is not None:
+        position = bisect_left(calls, (node.first, node.depth), key=lambda call: (call.first, call.depth))
+        if position < len(calls) and calls[position] is node:
+            return position
+        node = node.parent
+    return k
+
+
+def _window(calls, options, start=None):
+    """``(calls to show in execution order, where Enter continues or None)``.
+
+    ``start`` is the position of the window's newest call (its oldest going
+    forwards): a continuation's or an anchor's; by default OFFSET from the end
+    (from the beginning going forwards).
+    """
+    total = len(calls)
+    if start is None:
+        start = options.offset if options.forwards else total - 1 - options.offset
+    if options.forwards:
+        start = max(start, 0)
+        stop = total if options.count is None else min(total, start + options.count)
+        return list(calls[start:stop]), (stop if stop < total else None)
+    if start < 0 or start >= total:
+        return [], None
+    low = 0 if options.count is None else max(0, start + 1 - options.count)
+    return list(calls[low : start + 1]), (low - 1 if low > 0 else None)
+
+
+def _duration(decoded, call, conversion):
+    first, last = decoded.timestamp(call.first), decoded.timestamp(call.last)
+    if first is None or last is None:
+        return None
+    return shown_time(last, conversion) - shown_time(first, conversion)
+
+
+def timing(decoded, call, conversion):
+    """``(inclusive, exclusive)`` in ns (TSC ticks without a conversion), or None without timestamps."""
+    inclusive = _duration(decoded, call, conversion)
+    if inclusive is None:
+        return None
+    children = sum(_duration(decoded, child, conversion) or 0 for child in call.children)
+    return inclusive, max(0, inclusive - children)

@@ -1,0 +1,70 @@
+"""The ``--instructions`` and ``--only-events`` views: which items (or events) a dump shows, looked up once.
+
+The window is COUNT entries from a start: OFFSET back from the newest (from
+the oldest going forwards), OFFSET on from --id, or where the previous dump
+stopped.  The instructions are one walk of the trace object's cursor; the
+events are numbered in trace order.
+"""
+
+from bisect import bisect_left, bisect_right
+
+from ..x86.control_flow_kind import ControlFlowKinds
+from .entries import EventEntry, InstructionEntry, shown_time
+
+
+def instruction_window(process_trace, tid, options, symbolizer, start=None):
+    """``(InstructionEntry list in display order, the index to continue from or None)``.
+
+    ``start`` (a continuation) overrides the window's start from --offset and --id.
+    """
+    decoded = process_trace.decoded(tid)
+    if start is None:
+        base = options.id if options.id is not None else (0 if options.forwards else decoded.item_count - 1)
+        start = base + options.offset if options.forwards else base - options.offset
+    if not 0 <= start < decoded.item_count:  # (the cursor would read a negative start from the end)
+        return [], None
+    cursor = process_trace.cursor(tid, options.forwards, None if options.raw else symbolizer)
+    cursor.seek(start)
+    conversion = process_trace.bundle.tsc_conversion
+    kinds = ControlFlowKinds(process_trace.memory.read) if options.kind else None
+    entries = [
+        InstructionEntry(
+            item,
+            shown_time(item.tsc, conversion),
+            None if item.gap is not None or options.raw else item.location,
+            kinds[item.address] if kinds is not None and item.gap is None else None,
+        )
+        for item in cursor.items(limit=options.count)
+    ]
+    return entries, cursor.index if cursor.has_value else None
+
+
+def event_window(process_trace, tid, options, start=None):
+    """``(EventEntry list in display order, the event number to continue from or None)``.
+
+    Events are numbered in trace order.  --id starts at the events of that item;
+    --offset skips that many events; ``start`` (a continuation) overrides both.
+    """
+    decoded = process_trace.decoded(tid)
+    events = decoded.events
+    if start is None:
+        items = [event.index for event in events]
+        if options.forwards:
+            first = 0 if options.id is None else bisect_left(items, options.id)
+            start = first + options.offset
+        else:
+            last = len(events) - 1 if options.id is None else bisect_right(items, options.id) - 1
+            start = last - options.offset
+    if not 0 <= start < len(events):
+        return [], None
+    step = 1 if options.forwards else -1
+    stop = len(events) if options.forwards else -1
+    if options.count is not None:
+        stop = min(stop, start + options.count) if options.forwards else max(stop, start - options.count)
+    conversion = process_trace.bundle.tsc_conversion
+    timed = options.time and decoded.has_timestamps
+    entries = [
+        EventEntry(events[k], shown_time(decoded.timestamp(events[k].index), conversion) if timed else None)
+        for k in range(start, stop, step)
+    ]
+    return entries, stop if 0 <= stop < len(events) else None

@@ -1,0 +1,111 @@
+"""What a dump shows and how: the options ``pt dump`` and ``lldb-trace dump`` share, with one meaning.
+
+A dump shows one of four things, chosen by its mode options: the session info
+(no mode option), ``--instructions``, ``--only-events`` or
+``--function-calls``.  An option meant for another dump is an error that
+names the dump it is for, so that none is accepted and then ignored.
+"""
+
+from dataclasses import dataclass
+
+from ..errors import LldbTraceError
+
+INFO, INSTRUCTIONS, EVENTS, CALLS = "info", "instructions", "events", "function-calls"
+_NAMES = {
+    INFO: "the session info",
+    INSTRUCTIONS: "--instructions",
+    EVENTS: "--only-events",
+    CALLS: "--function-calls",
+}
+_WINDOWS = (INSTRUCTIONS, EVENTS, CALLS)
+
+# option -> the dumps it applies to.  An option not listed here (--json, --file, --tid) applies to all.
+APPLIES_TO = {
+    "instructions": (INSTRUCTIONS, EVENTS),
+    "only-events": (EVENTS,),
+    "count": _WINDOWS,
+    "offset": _WINDOWS,
+    "all": _WINDOWS,
+    "continue": _WINDOWS,
+    "id": _WINDOWS,
+    "forwards": _WINDOWS,
+    "time": (INSTRUCTIONS, EVENTS),
+    "events": (INSTRUCTIONS, EVENTS),
+    "raw": (INSTRUCTIONS,),
+    "kind": (INSTRUCTIONS,),
+    "flat": (CALLS,),
+    "newest-first": (CALLS,),
+    "module": (CALLS,),
+    "function": (CALLS,),
+    "verbose": (INFO,),
+}
+OPTIONS = (*APPLIES_TO, "function-calls", "json")  # every option DumpOptions reads, by long name
+VALUED = ("count", "offset", "id", "module", "function")  # the ones that take a value; the others are flags
+_FLAGS = ("forwards", "time", "raw", "kind", "events", "flat", "newest-first", "json", "verbose")
+
+
+class DumpOptionError(LldbTraceError):
+    """Options that ask for two dumps, or for something the chosen dump does not do."""
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    """One dump's options (as LLDB's TraceDumperOptions): the window, and what each entry shows."""
+
+    mode: str = INFO
+    count: int | None = 10  # entries to show; None: every one (--all)
+    offset: int = 0
+    id: int | None = None  # the item the window starts at (--id)
+    forwards: bool = False
+    time: bool = False
+    raw: bool = False
+    kind: bool = False
+    events: bool = False
+    flat: bool = False
+    newest_first: bool = False
+    module: str | None = None  # a glob on the module's file name
+    function: str | None = None  # a glob on the function's name (or the name of the stub it was called through)
+    json: bool = False
+    verbose: bool = False
+    continuing: bool = False  # --continue: an empty window says "no more"
+
+    @property
+    def entries_name(self):
+        """What the entries of this dump are called in text ("(no items)")."""
+        return {INSTRUCTIONS: "items", EVENTS: "events", CALLS: "calls"}[self.mode]
+
+
+def dump_options(given):
+    """DumpOptions from ``given``: ``{long option: value}`` of the options given (flags: True); raises for misuse."""
+    was_set = given.__contains__
+    mode = dump_mode(was_set)
+    check_options(was_set, mode)
+    return DumpOptions(
+        mode=mode,
+        count=None if "all" in given else given.get("count", 10),
+        offset=given.get("offset", 0),
+        id=given.get("id"),
+        module=given.get("module"),
+        function=given.get("function"),
+        continuing="continue" in given,
+        **{flag.replace("-", "_"): flag in given for flag in _FLAGS},
+    )
+
+
+def dump_mode(was_set):
+    """The dump the options ask for; ``was_set(long option)`` tells which were given."""
+    if was_set("instructions") and was_set("function-calls"):
+        raise DumpOptionError("choose one of --instructions and --function-calls")
+    if was_set("function-calls"):
+        return CALLS
+    if was_set("only-events"):
+        return EVENTS
+    return INSTRUCTIONS if was_set("instructions") else INFO
+
+
+def check_options(was_set, mode):
+    """Raise for the first option given that does nothing in ``mode``."""
+    for option, modes in APPLIES_TO.items():
+        if was_set(option) and mode not in modes:
+            meant = " and ".join(_NAMES[m] for m in modes)
+            raise DumpOptionError(f"--{option} does not apply to {_NAMES[mode]}: it is for {meant}")

@@ -1,0 +1,87 @@
+"""The packet listing of a raw Intel PT stream (``lldb-trace packets``), like Intel's ptdump.
+
+One walk of libipt's packet decoder produces PacketEntries (a packet, or an
+error after which decoding resumes at the next PSB); the text writer prints
+each as ``offset  name  field=value ...``.
+"""
+
+from dataclasses import dataclass, fields
+
+from .. import libipt
+from ..decode.truncation import cut_at, packet_name
+from ..errors import LldbTraceError
+
+
+class TruncatedStreamError(LldbTraceError):
+    """The stream ends inside a packet: the file was cut short."""
+
+
+@dataclass(frozen=True)
+class PacketEntry:
+    """A packet at ``offset``, or (``packet`` None) a decode error there, said in ``error``."""
+
+    offset: int
+    packet: object = None
+    error: str | None = None
+
+
+def packet_entries(trace):
+    """Every packet after the first PSB; a decode error is an entry, and decoding resumes at the next PSB.
+
+    So corrupt streams are listed as far as they can be.  A stream that ends
+    inside a packet raises TruncatedStreamError once every entry is out.
+    """
+    with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
+        try:
+            decoder.sync_forward()
+        except libipt.LibiptError as error:
+            yield PacketEntry(0, error=f"{error.text}: no PSB in {len(trace)} bytes")
+            return
+        while True:
+            offset = decoder.offset
+            try:
+                packet = decoder.next()
+            except libipt.LibiptError as error:
+                if error.code == libipt.ErrorCode.EOS:
+                    if offset < len(trace):
+                        raise TruncatedStreamError(
+                            f"the stream ends inside {cut_at(trace, offset).describe()}: the file is truncated"
+                        ) from None
+                    return
+                yield PacketEntry(offset, error=f"{error.text} ({error.status})")
+                try:
+                    decoder.sync_forward()
+                except libipt.LibiptError:
+                    return
+                continue
+            yield PacketEntry(offset, packet)
+
+
+def _value(value):
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, libipt.IpCompression | libipt.ExecMode):
+        return value.name.lower()
+    if isinstance(value, int):
+        return hex(value)
+    return str(value)
+
+
+def describe(packet):
+    """``name  field=value ...`` for one packet."""
+    name = packet_name(packet.TYPE)
+    if isinstance(packet, libipt.packets.Tnt8 | libipt.packets.Tnt64):
+        bits = "".join("!" if taken else "." for taken in packet.taken())
+        return f"{name:<8} {bits}"
+    values = " ".join(f"{f.name}={_value(getattr(packet, f.name))}" for f in fields(packet) if f.name != "size")
+    return f"{name:<8} {values}".rstrip()
+
+
+def packet_line(entry):
+    """The text of one entry: ``offset  packet`` or ``offset  error    text``."""
+    return f"{entry.offset:#010x}  " + (describe(entry.packet) if entry.error is None else f"error    {entry.error}")
+
+
+def packet_lines(trace):
+    """The listing's lines, one per entry (raises TruncatedStreamError after the last, for a cut stream)."""
+    return map(packet_line, packet_entries(trace))

@@ -1,0 +1,140 @@
+"""``lldb-trace dump`` prints what ``pt dump`` prints in LLDB for the same bundle, without a debugger.
+
+Both run the same views; the command line symbolizes from the module files
+(ELF symbols, PLT stubs, DWARF lines) where LLDB answers itself, and the two
+agree on every address these bundles executed (test_api checks that), so the
+text and the JSON must be the same, character for character.
+"""
+
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+
+from support.lldb_session import Session  # noqa: E402
+from test_trace_commands import loadable  # noqa: E402
+
+import lldb_trace.api as api  # noqa: E402
+from lldb_trace import cli  # noqa: E402
+
+TRACES = ROOT / "test_traces"
+BUNDLES = sorted(folder.name for folder in TRACES.iterdir() if (folder / "trace.json").is_file())
+INSTRUCTION_DUMPS = [
+    "-i",
+    "-i -c 40 -o 7",
+    "-i --all --forwards --kind",
+    "-i -c 25 --id 12 --events --time",
+    "-i -c 25 --forwards --raw --kind --json",
+    "-i --all --events --time --json",
+    "-E --all --time",
+    "-E -c 4 --forwards -o 1 --json --time",
+]
+CALL_DUMPS = [
+    "-C",
+    "-C --all",
+    "-C --all --json",
+    "-C -c 6 --id 12 --forwards --flat",
+    "-C --all --newest-first --module 'libc.so*'",
+    "-C --all --function 'str*' --json",
+]
+DECODE_TIME = re.compile(r"decoded in [0-9.]+ ms|\"decodeSeconds\": [0-9.e-]+")
+
+
+@pytest.fixture(scope="module")
+def opened():
+    return {}
+
+
+@pytest.fixture
+def opened_once(monkeypatch, opened):
+    """Each bundle opened once for all the command lines of this module: reading libc's symbols takes seconds."""
+    open_bundle = api.open_bundle
+
+    def open_once(path, disassembly_flavor="att"):
+        key = (str(path), disassembly_flavor)
+        if key not in opened:
+            opened[key] = open_bundle(path, disassembly_flavor)
+        return opened[key]
+
+    monkeypatch.setattr(api, "open_bundle", open_once)
+
+
+@pytest.fixture
+def session(tmp_path):
+    session = Session(tmp_path)
+    yield session
+    session.close()
+
+
+def loaded(session, name):
+    """The bundle folder, loaded in LLDB, and ``-t`` options naming every thread of its first process."""
+    folder = TRACES / name
+    loadable(folder)
+    session.ok(f"pt load {folder}")
+    process = session.target.GetProcess()
+    every_thread = " ".join(f"-t {process.GetThreadAtIndex(k).GetThreadID()}" for k in range(process.GetNumThreads()))
+    return folder, every_thread
+
+
+def command_line(capsys, folder, options):
+    assert cli.main(["dump", str(folder), *shlex.split(options)]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def assert_same_dumps(session, capsys, folder, dumps):
+    for options in dumps:
+        assert command_line(capsys, folder, options) == session.ok(f"pt dump {options}"), options
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_instructions_and_events_are_those_of_pt_dump(session, capsys, opened_once, name):
+    folder, every_thread = loaded(session, name)
+    assert_same_dumps(session, capsys, folder, [*INSTRUCTION_DUMPS, f"-i -c 3 {every_thread}"])
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_call_trees_are_those_of_pt_dump(session, capsys, opened_once, name):
+    folder, every_thread = loaded(session, name)
+    assert_same_dumps(session, capsys, folder, [*CALL_DUMPS, f"-C -c 3 --json {every_thread}"])
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_session_info_is_that_of_pt_dump(session, capsys, name):
+    """The same info as pt dump once it has decoded the threads (as lldb-trace dump does), but for the decode time."""
+    folder, every_thread = loaded(session, name)
+    session.ok(f"pt dump -i -c 1 {every_thread}")
+    for options in ("", "--json", "-v", f"--json {every_thread}", every_thread):
+        ours = DECODE_TIME.sub("", command_line(capsys, folder, options))
+        assert ours == DECODE_TIME.sub("", session.ok(f"pt dump {options}")), options
+
+
+def test_the_console_script_dumps_without_lldb(session):
+    """The installed command runs in a Python that never imports lldb, and prints symbols and lines."""
+    folder, _threads = loaded(session, "static")
+    script = "import sys; from lldb_trace import cli; sys.exit(cli.main(sys.argv[1:])); "
+    blocked = "import sys; sys.modules['lldb'] = None; " + script  # importing lldb would now fail
+    result = subprocess.run([sys.executable, "-c", blocked, "dump", str(folder), "-i", "-c", "12", "--id", "40"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == session.ok("pt dump -i -c 12 --id 40")
+    assert "; at " in result.stdout and "static`" in result.stdout
+
+
+def test_options_mean_what_they_mean_in_pt_dump(capsys):
+    folder = TRACES / "static"
+    for options, message in [
+        ("-i -C", "choose one of --instructions and --function-calls"),
+        ("--flat", "--flat does not apply to the session info: it is for --function-calls"),
+        ("-C --kind", "--kind does not apply to --function-calls"),
+        ("-i --id 99999", "--id 99999 is past the end of thread"),
+        ("-i -t 77", "the trace has no thread 77"),
+    ]:
+        assert cli.main(["dump", str(folder), *shlex.split(options)]) == 1
+        error = capsys.readouterr().err
+        assert error.startswith(f"error: {message}") or message in error, (options, error)
+        assert error.count("\n") == 1
