@@ -61,7 +61,7 @@ def _dump(args):
     if not trace.processes:
         raise LldbTraceError(f"{trace.bundle.path} holds no process (only a kernel): there is no thread to dump")
     process_trace = trace.thread(args.tid[0]).process_trace if args.tid else trace.processes[0]
-    tids = [process_trace.thread(tid).tid for tid in dict.fromkeys(args.tid or [])] or _stopped_thread(process_trace)
+    tids = [process_trace.thread(tid).tid for tid in dict.fromkeys(args.tid or [])] or [process_trace.stopped_tid]
     if options.mode == INFO:
         for tid in tids:  # the counts pt dump shows once LLDB has asked where the thread stopped
             process_trace.decoded(tid)
@@ -70,15 +70,6 @@ def _dump(args):
         return
     dumps = [dump_thread(process_trace, tid, options, trace.thread(tid).symbolizer) for tid in tids]
     print(render(dumps, options))
-
-
-def _stopped_thread(process_trace):
-    """The thread ``pt load`` selects: the one a signal stopped (a crash), else the main thread (or the first)."""
-    threads = process_trace.process.threads
-    signalled = [thread.tid for thread in threads if thread.stop is not None]
-    if signalled or process_trace.pid in process_trace.tids:
-        return signalled[:1] or [process_trace.pid]
-    return process_trace.tids[:1]
 
 
 def _record(args):

@@ -49,6 +49,14 @@ class ProcessTrace:
     def tids(self):
         return [thread.tid for thread in self.process.threads]
 
+    @property
+    def stopped_tid(self):
+        """The thread to show first, as live LLDB selects one: the one a signal stopped (a crash), else the main one."""
+        signalled = [thread.tid for thread in self.process.threads if thread.stop is not None]
+        if signalled:
+            return signalled[0]
+        return self.pid if self.pid in self.tids else (self.tids[0] if self.tids else None)
+
     def thread(self, tid):
         for thread in self.process.threads:
             if thread.tid == tid:

@@ -80,9 +80,8 @@ def _launch(debugger, target, key):
 
 
 def _select_thread(process, process_trace):
-    """The thread a signal stopped (a crash), as live LLDB selects it; else the main thread."""
-    signalled = [thread.tid for thread in process_trace.process.threads if thread.stop is not None]
-    chosen = process.GetThreadByID(signalled[0] if signalled else process_trace.pid)
+    """Select the thread live LLDB would have selected (ProcessTrace.stopped_tid)."""
+    chosen = process.GetThreadByID(process_trace.stopped_tid or 0)
     if chosen.IsValid():
         process.SetSelectedThread(chosen)
 
