@@ -8,6 +8,7 @@ when its source's generation for it changes.
 """
 
 import os
+from functools import cached_property
 
 from . import libipt
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
@@ -16,6 +17,7 @@ from .decode.cursor import TraceCursor
 from .decode.plt import PltSections
 from .errors import LldbTraceError
 from .sources import FileSource, PerCpuSource
+from .symbolize.function_ranges import FunctionRanges
 
 
 class UnknownThreadError(LldbTraceError):
@@ -79,6 +81,11 @@ class ProcessTrace:
         self.thread(tid)
         return self.source.trace_bytes(tid)
 
+    @cached_property
+    def functions(self):
+        """Where the modules' functions begin and end (their unwind tables), for the call forest and history."""
+        return FunctionRanges(self.process.modules)
+
     def forest_if_built(self, tid):
         """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
         return self._forests.get(tid)
@@ -126,5 +133,5 @@ class ProcessTrace:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
             if self._plt is None:
                 self._plt = PltSections(self.process.modules)
-            self._forests[tid] = CallForest(decoded, self.expander, self._plt)
+            self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt)
         return self._forests[tid]

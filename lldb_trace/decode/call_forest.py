@@ -1,171 +1,200 @@
-"""The call forest of a decoded thread: who called whom, over which items.
+"""The call forest of a decoded thread: who called whom, over which items, as columns.
 
-Built from the calls and returns the decoder already noted (every call ends a
-libipt block, so no instruction needs expanding), plus the gaps:
-
-- a call opens a child that starts at the next item;
-- a return closes the current call; returning from the outermost call means
-  it was called before the trace began, so a new root, an "untraced" caller,
-  is put above it, named by the instruction the return went to;
-- a gap ends every open call, and the items after it start a new tree;
-- a call after which tracing stops and resumes at its return address ran
-  untraced (the live recorder's vdso, code outside a PT address filter): it
-  opens no child.
-
-A call is named by the function that ran: one that starts in a PLT stub is
-followed through the stub (and, on a lazily bound first call, through ld.so's
-resolver) to the library function it reached (see plt.py).
+One row per call (a frame): its first and last item, parent, depth, the
+entry of the function that ran, and flags; about 33 bytes a call (int32
+item indices below 2^31 items), not a Python object each.  Rows are in
+execution order: by first item, callers before their callees.  Views and the
+API get Call objects, made on demand for the rows they show.  How the rows
+are found (calls, returns, gaps, non-local exits, tail calls, PLT stubs,
+signal handlers) is forest_builder.py's business.
 """
 
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from collections.abc import Sequence
 
-from ..libipt import EventType, InsnClass
-from .cursor import entry_positions, runs
-from .plt import reached_function
+import numpy as np
 
-
-@dataclass(eq=False, repr=False, slots=True)
-class Call:
-    """One function invocation: items ``first``..``last`` including its callees.
-
-    ``address`` is the entry of the function that ran (for an untraced
-    caller: the instruction the trace returned to), ``stub`` the PLT stub the
-    call went through (None for a direct call) and ``lazy_binding`` whether
-    ld.so's resolver bound the stub on this call.
-    """
-
-    first: int
-    last: int = -1
-    parent: "Call | None" = None
-    children: list["Call"] = field(default_factory=list)
-    untraced_start: bool = False  # a caller the trace returned into: it was entered before the trace began
-    address: int | None = None
-    stub: int | None = None
-    lazy_binding: bool = False
-    depth: int = 0
-
-    def walk(self):
-        """This call and every call below it, parents before children, in order of their first index."""
-        stack = [self]
-        while stack:
-            call = stack.pop()
-            yield call
-            stack.extend(reversed(call.children))
-
-    def __repr__(self):
-        where = f" at 0x{self.address:x}" if self.address is not None else ""
-        via = f" via stub 0x{self.stub:x}" + (" (bound lazily)" if self.lazy_binding else "") if self.stub else ""
-        untraced = " (untraced start)" if self.untraced_start else ""
-        callees = f"{len(self.children)} callee" + ("" if len(self.children) == 1 else "s")
-        return f"<Call [{self.first}..{self.last}] depth {self.depth}{where}{via}{untraced}, {callees}>"
+from . import forest_builder
+from .forest_builder import ASYNCHRONOUS, LAZY_BINDING, LEFT_NON_LOCALLY, TAIL_CALL, UNTRACED_START
 
 
 class CallForest:
     """The trees of a thread's calls, one per stretch between gaps."""
 
-    def __init__(self, decoded, expander, plt=None):
-        self.trees, resumed = _build(decoded, _untraced_callees(decoded, expander))
-        self._ordered = tuple(call for tree in self.trees for call in tree.walk())
-        firsts = (call.first for call in self._ordered)  # sorted: the order is by first index
-        plt = plt if plt else None
-        for call, at in zip(self._ordered, entry_positions(decoded, firsts), strict=True):
-            call.depth = 0 if call.parent is None else call.parent.depth + 1  # parents come first
-            call.address = _address(decoded, call.first, at, expander)
-            if plt is not None and call.address is not None and not call.untraced_start and plt.contains(call.address):
-                reached = reached_function(call, decoded, expander, plt, at)
-                if reached is not None:
-                    call.stub, call.address = call.address, reached[0]
-                    call.lazy_binding = reached[1]
-        for caller, index in resumed:
-            caller.address = _address_of(decoded, index, expander)
-
-    def calls(self):
-        """Every call in execution order (by first index, parents before children), as a tuple."""
-        return self._ordered
+    def __init__(self, decoded, expander, functions, plt=None):
+        built = forest_builder.build(decoded, expander, functions, plt if plt else None)
+        count = len(built.first)
+        tree = np.frombuffer(built.tree, dtype=np.int32) if count else np.zeros(0, np.int32)
+        lowest = np.array(built.tree_levels, dtype=np.int32)
+        depth = (np.frombuffer(built.level, dtype=np.int32) - lowest[tree]) if count else np.zeros(0, np.int32)
+        first = np.frombuffer(built.first, dtype=np.int64) if count else np.zeros(0, np.int64)
+        order = np.lexsort((depth, first))
+        rank = np.empty(count, dtype=np.int64)
+        rank[order] = np.arange(count)
+        index_type = np.int32 if decoded.item_count < 2**31 else np.int64
+        self.first = first[order].astype(index_type)
+        self.last = np.frombuffer(built.last, dtype=np.int64)[order].astype(index_type) if count else self.first
+        parent = np.frombuffer(built.parent, dtype=np.int32)[order] if count else np.zeros(0, np.int32)
+        self.parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1).astype(np.int32)
+        self.depth = depth[order]
+        self.entry = np.frombuffer(built.entry, dtype=np.uint64)[order] if count else np.zeros(0, np.uint64)
+        self.extra = np.frombuffer(built.extra, dtype=np.uint64)[order] if count else np.zeros(0, np.uint64)
+        self.flags = np.frombuffer(built.flags, dtype=np.uint8)[order] if count else np.zeros(0, np.uint8)
+        self._call_items = {int(rank[node]): item for node, item in built.call_items.items()}
+        self._calls = _Calls(self)
 
     def __len__(self):
-        return len(self._ordered)
+        return len(self.first)
+
+    @property
+    def memory_bytes(self):
+        columns = (self.first, self.last, self.parent, self.depth, self.entry, self.extra, self.flags)
+        return sum(column.nbytes for column in columns) + 100 * len(self._call_items)
+
+    def calls(self):
+        """Every call in execution order (by first item, callers before callees), as a sequence of Calls."""
+        return self._calls
+
+    def call(self, row):
+        return Call(self, row)
+
+    @property
+    def trees(self):
+        return [Call(self, row) for row in np.flatnonzero(self.parent < 0).tolist()]
+
+    def call_item(self, row):
+        """The item of the call instruction that made call ``row`` (None for a tree's first frame or a handler)."""
+        if self.flags[row] & ASYNCHRONOUS or self.parent[row] < 0:
+            return None
+        return self._call_items.get(row, int(self.first[row]) - 1)
+
+    def innermost(self, index):
+        """The row of the innermost call holding item ``index``, or -1 (a gap, or past the end)."""
+        row = int(np.searchsorted(self.first, index, side="right")) - 1
+        while row >= 0 and self.last[row] < index:
+            row = int(self.parent[row])
+        return row
+
+    def open_at(self, index):
+        """The rows of the calls open at item ``index``, innermost first."""
+        rows, row = [], self.innermost(index)
+        while row >= 0:
+            rows.append(row)
+            row = int(self.parent[row])
+        return rows
+
+    def children(self, row):
+        """The rows of the calls ``row`` made, in order."""
+        end = _next_after(self, row)
+        return (np.flatnonzero(self.parent[row + 1 : end] == row) + row + 1).tolist()
 
 
-def _address(decoded, index, at, expander):
-    """The address of item ``index`` (None for a gap), given the entry ``at`` that holds it."""
-    k, position, first = at
-    part = decoded.parts[k]
-    entry = part.entries[position]
-    size = part.block_sizes[entry]
-    if not size:
-        return None
-    offset = index - decoded.part_starts[k] - first
-    return part.block_ips[entry] if not offset else expander.addresses(part.block_ips[entry], size)[offset]
+def _next_after(forest, row):
+    """The first row after ``row``'s subtree."""
+    return int(np.searchsorted(forest.first, forest.last[row], side="right")) if forest.last[row] >= 0 else row + 1
 
 
-def _address_of(decoded, index, expander):
-    """The address of item ``index``; None for a gap or past the end."""
-    for _, addresses in runs(decoded, index, expander):
-        return addresses[0] if isinstance(addresses, tuple) else None
-    return None
+class _Calls(Sequence):
+    """The forest's calls as a read-only sequence of Call views (bisect works on it, with a key)."""
+
+    def __init__(self, forest):
+        self._forest = forest
+
+    def __len__(self):
+        return len(self._forest.first)
+
+    def __getitem__(self, position):
+        if isinstance(position, slice):
+            return [Call(self._forest, row) for row in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError(position)
+        return Call(self._forest, position)
 
 
-def _untraced_callees(decoded, expander):
-    """Items of calls whose callee ran untraced: tracing resumes at the call's return address right after it."""
-    resumed_at = {
-        event.index: event.ip for event in decoded.events if event.type == EventType.ENABLED and event.ip is not None
-    }
-    found = set()
-    for index in resumed_at:
-        address = _address_of(decoded, index - 1, expander) if index else None
-        if address is not None and expander.classifier[address].next_address == resumed_at[index]:
-            found.add(index - 1)
-    return found
+class Call:
+    """One function invocation (a row of the forest): items ``first``..``last``, its callees included.
+
+    ``address`` is the entry of the function that ran (for an untraced caller: the instruction the
+    trace returned to), ``stub`` the PLT stub the call went through (None for a direct call).
+    """
+
+    __slots__ = ("_forest", "row")
+
+    def __init__(self, forest, row):
+        self._forest, self.row = forest, row
+
+    first = property(lambda self: int(self._forest.first[self.row]))
+    last = property(lambda self: int(self._forest.last[self.row]))
+    depth = property(lambda self: int(self._forest.depth[self.row]))
+    untraced_start = property(lambda self: bool(self._forest.flags[self.row] & UNTRACED_START))
+    lazy_binding = property(lambda self: bool(self._forest.flags[self.row] & LAZY_BINDING))
+    tail_call = property(lambda self: bool(self._forest.flags[self.row] & TAIL_CALL))
+    asynchronous = property(lambda self: bool(self._forest.flags[self.row] & ASYNCHRONOUS))
+    left_non_locally = property(lambda self: bool(self._forest.flags[self.row] & LEFT_NON_LOCALLY))
+
+    @property
+    def address(self):
+        entry = int(self._forest.entry[self.row])
+        return entry or None
+
+    @property
+    def stub(self):
+        if self._forest.flags[self.row] & ASYNCHRONOUS:
+            return None
+        extra = int(self._forest.extra[self.row])
+        return extra or None
+
+    @property
+    def call_item(self):
+        return self._forest.call_item(self.row)
+
+    @property
+    def parent(self):
+        row = int(self._forest.parent[self.row])
+        return Call(self._forest, row) if row >= 0 else None
+
+    @property
+    def children(self):
+        return [Call(self._forest, row) for row in self._forest.children(self.row)]
+
+    def walk(self):
+        """This call and every call below it, callers before callees, in order of their first index."""
+        end = _next_after(self._forest, self.row)
+        return (Call(self._forest, row) for row in range(self.row, max(end, self.row + 1)))
+
+    def __eq__(self, other):
+        return isinstance(other, Call) and other._forest is self._forest and other.row == self.row
+
+    def __hash__(self):
+        return hash((id(self._forest), self.row))
+
+    def __repr__(self):
+        where = f" at 0x{self.address:x}" if self.address is not None else ""
+        stub = self.stub
+        via = f" via stub 0x{stub:x}" + (" (bound lazily)" if self.lazy_binding else "") if stub else ""
+        kinds = [
+            name
+            for name, flag in (
+                ("untraced start", self.untraced_start),
+                ("tail call", self.tail_call),
+                ("asynchronous", self.asynchronous),
+                ("left non-locally", self.left_non_locally),
+            )
+            if flag
+        ]
+        kind = "".join(f" ({k})" for k in kinds)
+        callees = len(self._forest.children(self.row))
+        plural = "" if callees == 1 else "s"
+        return f"<Call [{self.first}..{self.last}] depth {self.depth}{where}{via}{kind}, {callees} callee{plural}>"
 
 
-def _build(decoded, untraced_callees):
-    """The trees, and ``(untraced caller, index of the first item it ran)`` for every untraced caller."""
-    total = decoded.item_count
-    if not total:
-        return [], []
-    gaps = [gap.index for gap in decoded.gaps]
-    gap_set = set(gaps)
-    calls_and_returns = list(decoded.call_items())
-    trees, resumed, current = [], [], None
-
-    def open_tree(first):
-        nonlocal current
-        current = Call(first)
-        trees.append(current)
-
-    def close_all(last):
-        node = current
-        while node is not None:
-            node.last = last
-            node = node.parent
-
-    marks = sorted([(g, 0, None) for g in gaps] + [(i, 1, c) for i, c in calls_and_returns])
-    if not gaps or gaps[0] != 0:
-        open_tree(0)
-    for index, is_call_or_return, iclass in marks:
-        if not is_call_or_return:  # a gap
-            if current is not None:
-                close_all(index - 1)
-                current = None
-            if index + 1 < total and index + 1 not in gap_set:
-                open_tree(index + 1)
-            continue
-        if current is None or index + 1 >= total:
-            continue
-        if iclass == InsnClass.CALL and index not in untraced_callees:
-            child = Call(index + 1, parent=current)
-            current.children.append(child)
-            current = child
-        elif iclass == InsnClass.RETURN:
-            current.last = index
-            if current.parent is None:  # returning into a caller the trace never saw call
-                caller = Call(current.first, untraced_start=True)
-                caller.children.append(current)
-                current.parent = caller
-                trees[-1] = caller
-                resumed.append((caller, index + 1))
-            current = current.parent
-    if current is not None:
-        close_all(total - 1)
-    return trees, resumed
+def position_of(calls, call):
+    """Where ``call`` is in a list of calls from the same forest, or -1 (by row, bisecting on first items)."""
+    k = bisect_right(calls, call.first, key=lambda c: c.first) - 1
+    while k >= 0 and calls[k].first == call.first:
+        if calls[k].row == call.row:
+            return k
+        k -= 1
+    return -1

@@ -24,7 +24,8 @@ from ..libipt import ErrorCode, EventType, InsnClass
 
 CHECKPOINT_SPACING = 64
 NO_IP = (1 << 64) - 1  # an event whose ip libipt suppressed
-_CALL_CLASSES = {InsnClass.CALL, InsnClass.RETURN}  # syscalls (far calls) enter no traced function
+# The block-ending branches the call forest follows (far transfers enter no traced function).
+FOLLOWED_CLASSES = frozenset((InsnClass.CALL, InsnClass.RETURN, InsnClass.JUMP))
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class DecodedPart:
         self.block_ips = array("Q")  # per row: the block's first address (a gap's number)
         self.block_sizes = array("H")  # per row: the block's instruction count (0: a gap)
         self._block_ids = {}  # ip << 16 | size -> row, while decoding
-        self._calls = []  # per row: InsnClass of a final call or return, else 0 (while decoding)
+        self.row_classes = array("B")  # per row: InsnClass of its last instruction if FOLLOWED_CLASSES has it, else 0
         self.entries = array("H")  # the trace: one row number per block or gap
         self.checkpoints = array("Q")  # item index of entry k * CHECKPOINT_SPACING
         self.gaps = []
@@ -68,8 +69,6 @@ class DecodedPart:
         self.event_ips = array("Q")
         self.tsc_items = array("Q")  # item index from which tsc_values[k] holds
         self.tsc_values = array("Q")
-        self.call_items = array("I")  # items that are calls or returns (blocks end at every call); "Q" past 4G
-        self.call_classes = array("B")  # their InsnClass
         self.item_count = 0
         self.instruction_count = 0
         self.end_ip = None
@@ -82,9 +81,8 @@ class DecodedPart:
     def memory_bytes(self):
         """Bytes held by the decoded storage: every array plus the gap records."""
         tables = (
-            self.block_ips, self.block_sizes, self.entries, self.checkpoints, self.event_items,
-            self.event_types, self.event_ips, self.tsc_items, self.tsc_values, self.call_items,
-            self.call_classes,
+            self.block_ips, self.block_sizes, self.row_classes, self.entries, self.checkpoints, self.event_items,
+            self.event_types, self.event_ips, self.tsc_items, self.tsc_values,
         )  # fmt: skip
         return sum(t.itemsize * len(t) for t in tables) + 96 * len(self.gaps)
 
@@ -108,9 +106,6 @@ class DecodedPart:
         halves = array("H", raw)
         ids, get = self._block_ids, self._block_ids.get
         entries_append, checkpoints_append = self.entries.append, self.checkpoints.append
-        calls = self._calls
-        if self.call_items.typecode == "I" and self.item_count + len(raw) // 48 * 0xFFFF >= 1 << 32:
-            self.call_items = array("Q", self.call_items)  # item indices no longer fit 4 bytes
         items = self.item_count
         position = len(self.entries)
         last_end = None
@@ -128,9 +123,6 @@ class DecodedPart:
             position += 1
             items += size
             last_end = end_ip
-            if calls[block]:
-                self.call_items.append(items - 1)
-                self.call_classes.append(calls[block])
         self.instruction_count += items - self.item_count
         self.item_count = items
         if last_end is not None:
@@ -142,7 +134,7 @@ class DecodedPart:
             self.entries = array("I", self.entries)  # more rows than 2-byte entries can name
         self.block_ips.append(ip)
         self.block_sizes.append(size)
-        self._calls.append(iclass if iclass in _CALL_CLASSES else 0)
+        self.row_classes.append(iclass if iclass in FOLLOWED_CLASSES else 0)
         return row
 
     def add_gap(self, code, text, offset, missing_ip=None):
@@ -192,7 +184,7 @@ class DecodedPart:
             ip, size = self.block_ips[block], self.block_sizes[block]
             if keep >= size:
                 end_ip = expander.addresses(ip, size)[-1]
-                self.add_raw_blocks(_raw_block(ip, end_ip, size, self._calls[block] or InsnClass.OTHER))
+                self.add_raw_blocks(_raw_block(ip, end_ip, size, self.row_classes[block] or InsnClass.OTHER))
             elif keep:
                 self.add_raw_blocks(_raw_block(ip, addresses[keep - 1], keep, InsnClass.OTHER))
             keep -= min(keep, size)
@@ -248,12 +240,9 @@ class DecodedPart:
         size = self.block_sizes[block]
         self.item_count -= size
         self.instruction_count -= size
-        while self.call_items and self.call_items[-1] >= self.item_count:
-            self.call_items.pop()
-            self.call_classes.pop()
 
     def finish(self):
-        self._block_ids = self._calls = None  # only needed while decoding
+        self._block_ids = None  # only needed while decoding
 
     # -- reading ----------------------------------------------------------------------
 
@@ -396,9 +385,3 @@ class DecodedThread:
             k -= 1
             tsc = self.parts[k].timestamp(self.parts[k].item_count)
         return tsc
-
-    def call_items(self):
-        """``(item index, InsnClass)`` of every call and return, in trace order."""
-        for part, start in zip(self.parts, self.part_starts, strict=False):
-            for item, iclass in zip(part.call_items, part.call_classes, strict=False):
-                yield item + start, iclass

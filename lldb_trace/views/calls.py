@@ -10,9 +10,10 @@ that holds an item.  The window is shown oldest first unless
 forwards.
 """
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from fnmatch import fnmatchcase
 
+from ..decode.call_forest import position_of
 from .entries import CallEntry, shown_time
 
 
@@ -78,8 +79,8 @@ def anchor(calls, item):
     while node is not None and node.last < item:
         node = node.parent
     while node is not None:
-        position = bisect_left(calls, (node.first, node.depth), key=lambda call: (call.first, call.depth))
-        if position < len(calls) and calls[position] is node:
+        position = position_of(calls, node)
+        if position >= 0:
             return position
         node = node.parent
     return k

@@ -1,0 +1,323 @@
+"""Building a thread's call forest in one pass over the branches that change frames.
+
+Blocks end at every call, return and indirect jump, so the storage already
+says where each of them is: numpy picks those entries (and the gaps, and the
+blocks that hold a direct jump into another function) out of millions, and
+only they are visited, in trace order, with the enable/disable events merged
+in.  What each does to the open frames:
+
+- a call opens a frame at the next item; a call whose callee ran untraced
+  (tracing stops after it and resumes at its return address: the live
+  recorder's vdso, a PT address filter) opens none;
+- a return closes the innermost frame.  One that lands elsewhere than that
+  frame's return address left it non-locally; if it lands inside a function
+  open further out (a caught exception's landing pad), the frames in between
+  are closed too.  Returning out of a tree's first frame means it was called
+  before the trace began: an "untraced start" frame is put above it, named by
+  where the return went;
+- an indirect jump that lands inside a function open further out (longjmp)
+  closes the frames in between; one, or a direct jump, to the first
+  instruction of another function is a tail call: that function replaces the
+  frame.  Calls into a PLT stub are followed to the function they reach,
+  through ld.so's resolver on a lazily bound first call (plt.py);
+- tracing that resumes elsewhere than where it stopped (a signal handler)
+  opens an asynchronous frame, whose "call site" is where the interrupted
+  code resumes;
+- a gap closes every frame; the items after it start a new tree.
+
+Functions' extents come from the modules' unwind tables (FunctionRanges).
+"""
+
+from array import array
+
+import numpy as np
+
+from ..libipt import EventType, InsnClass
+from ..x86.instructions import Transfer
+
+UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY = 1, 2, 4, 8, 16
+_CALL, _RETURN, _JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.JUMP)
+_NOT_RESOLVING, _IN_STUB, _IN_RESOLVER = 0, 1, 2
+_DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
+
+
+class ForestArrays:
+    """The nodes as built, in creation order: what CallForest sorts and keeps."""
+
+    def __init__(self):
+        self.first, self.last = array("q"), array("q")
+        self.parent, self.level, self.tree = array("i"), array("i"), array("i")
+        self.entry, self.extra = array("Q"), array("Q")  # extra: the stub (PLT calls), the resume address (ASYNC)
+        self.flags = array("B")
+        self.call_items = {}  # node -> item of its call instruction, where it is not first - 1 (tail calls)
+        self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
+
+
+def build(decoded, expander, functions, plt):
+    """ForestArrays of ``decoded``; ``functions`` is a FunctionRanges, ``plt`` the PltSections (or None)."""
+    builder = _Builder(decoded, expander, functions, plt)
+    parts = decoded.parts
+    for k, part in enumerate(parts):
+        builder.part(part, decoded.part_starts[k], _first_ip(parts[k + 1]) if k + 1 < len(parts) else None)
+    builder.close_all(decoded.item_count - 1)
+    return builder.nodes
+
+
+def _first_ip(part):
+    """The address of a part's first item, or None if it starts with a gap (or is empty)."""
+    if not part.entries or not part.block_sizes[part.entries[0]]:
+        return None
+    return part.block_ips[part.entries[0]]
+
+
+class _Builder:
+    def __init__(self, decoded, expander, functions, plt):
+        self.expander, self.functions, self.plt = expander, functions, plt
+        self.nodes = ForestArrays()
+        # The open frames, innermost last: node, return address, the pc of the frame below while it is
+        # open (its call instruction; for an asynchronous frame, where the interrupted code resumes), PLT state.
+        self.stack, self.returns, self.call_sites, self.states = [], [], [], []
+        self.row_facts = {}
+        events = decoded.events
+        self.resumed_at = {e.index: e.ip for e in events if e.type == EventType.ENABLED}
+        self.stopped_at = {e.index: e.ip for e in events if e.type in _DISABLED}
+        self.events = sorted(self.resumed_at)  # the resumptions, visited in order with the branches
+        self.next_event = 0
+        self.untraced_callees = set()  # items where tracing resumed at the return address of an untraced callee
+
+    # -- nodes -------------------------------------------------------------------------------------
+
+    def open(self, first, entry, return_address, call_site, flags=0, extra=0, parent=None):
+        nodes = self.nodes
+        if parent is None:
+            parent = self.stack[-1] if self.stack else -1
+        if parent < 0:
+            nodes.tree_levels.append(0)  # a new tree
+        node = len(nodes.first)
+        nodes.first.append(first)
+        nodes.last.append(-1)
+        nodes.parent.append(parent)
+        nodes.level.append(nodes.level[parent] + 1 if parent >= 0 else 0)
+        nodes.tree.append(len(nodes.tree_levels) - 1)
+        nodes.entry.append(entry or 0)
+        nodes.extra.append(extra)
+        nodes.flags.append(flags)
+        self.stack.append(node)
+        self.returns.append(return_address)
+        self.call_sites.append(call_site)
+        self.states.append(_IN_STUB if self.plt is not None and entry and self.plt.contains(entry) else 0)
+        return node
+
+    def pop(self, last, flags=0):
+        node = self.stack.pop()
+        self.returns.pop()
+        self.call_sites.pop()
+        self.states.pop()
+        self.nodes.last[node] = last
+        self.nodes.flags[node] |= flags
+        return node
+
+    def close_all(self, last):
+        while self.stack:
+            self.pop(last)
+
+    # -- the pass ----------------------------------------------------------------------------------
+
+    def part(self, part, base, next_ip):
+        """Visit one part's branches; ``next_ip`` is where the next part starts (a last branch's target)."""
+        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
+        self.row_facts = {}  # rows are numbered per part
+        if not len(entries):
+            return
+        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries].astype(np.int64)
+        gaps = sizes == 0
+        sizes[gaps] = 1
+        ends = np.cumsum(sizes) + (base - 1)  # each entry's last item
+        classes = np.frombuffer(part.row_classes, dtype=np.uint8)[entries]
+        wanted = (classes != 0) | gaps
+        tail_rows = self._rows_with_tail_jumps(part)
+        if tail_rows:
+            wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
+        ips, count = part.block_ips, len(entries)
+        if not self.stack and not gaps[0]:
+            self.open(base, ips[entries[0]], None, None)  # the trace (or a part after a gap) starts a tree
+        for position in np.flatnonzero(wanted).tolist():
+            row, last = int(entries[position]), int(ends[position])
+            following = position + 1 < count and not gaps[position + 1]
+            if gaps[position]:
+                self.events_until(last)
+                self.close_all(last - 1)
+                if following:
+                    self.open(last + 1, ips[entries[position + 1]], None, None)
+                continue
+            first = last - int(sizes[position]) + 1
+            self.events_until(first)
+            if row in tail_rows:
+                for offset, target in self._row(row, part)[2]:
+                    self.tail_call(first + offset, target)
+            at_end = position + 1 == count
+            target = ips[entries[position + 1]] if following else (next_ip if at_end else None)
+            if last + 1 in self.stopped_at:
+                target = None  # tracing stopped right after the branch: where it went is unknown
+            iclass = int(classes[position])
+            if iclass == _CALL:
+                self.call(row, part, last, target)
+            elif iclass == _RETURN:
+                self.ret(last, target)
+            elif iclass == _JUMP:
+                self.jump(row, part, last, target)
+        self.events_until(base + part.item_count)
+
+    def events_until(self, item):
+        """Handle the resumptions of tracing before item ``item`` and earlier."""
+        events = self.events
+        while self.next_event < len(events) and events[self.next_event] <= item:
+            index = events[self.next_event]
+            self.next_event += 1
+            self.resumed(index, self.resumed_at[index], self.stopped_at.get(index))
+
+    def call(self, row, part, item, target):
+        call_site, size, _ = self._row(row, part)
+        return_address = call_site + size
+        if self.resumed_at.get(item + 1) == return_address and item + 1 in self.stopped_at:
+            self.untraced_callees.add(item + 1)  # tracing stopped at the callee and resumed at the return
+            return
+        if self.stack:
+            self.open(item + 1, target, return_address, call_site)
+
+    def ret(self, item, target):
+        if not self.stack:
+            return
+        if len(self.stack) == 1:  # out of the tree's first frame: it was called before the trace began
+            self._untraced_caller(item, target)
+            return
+        if target is not None and target == self.returns[-1]:
+            self.pop(item)
+            return
+        call_site = self.call_sites[-1]
+        self.pop(item, LEFT_NON_LOCALLY)
+        if target is not None:
+            self._land(target, item, call_site)
+
+    def jump(self, row, part, item, target):
+        if target is None or not self.stack:
+            return
+        if self.states[-1]:
+            self._resolve_stub(row, part, target)
+            return
+        jump_address = self._row(row, part)[0]
+        if self._into_stub(jump_address, target):
+            self.tail_call(item, target)  # through another PLT stub: followed to its function from there
+            return
+        here, there = self.functions.containing(jump_address), self.functions.containing(target)
+        if there is None or here == there:
+            return
+        if not self._land(target, item, jump_address) and there[0] == target:
+            self.tail_call(item, target)
+
+    def _into_stub(self, jump_address, target):
+        """Does a jump from ``jump_address`` enter a PLT stub from outside the PLT (a tail call through it)?"""
+        return self.plt is not None and self.plt.contains(target) and not self.plt.contains(jump_address)
+
+    def tail_call(self, item, target):
+        """The frame's function jumped to ``target``, another function's entry: that function replaces the frame."""
+        nodes = self.nodes
+        node = self.stack[-1] if self.stack else -1
+        if node < 0 or nodes.parent[node] < 0:
+            return  # the tree's first frame: its caller is unknown anyway
+        call_item = nodes.call_items.get(node, nodes.first[node] - 1)
+        return_address, call_site = self.returns[-1], self.call_sites[-1]
+        self.pop(item)
+        replacement = self.open(item + 1, target, return_address, call_site, TAIL_CALL, parent=nodes.parent[node])
+        nodes.call_items[replacement] = call_item
+
+    def resumed(self, item, resumed_ip, stopped_ip):
+        """Tracing resumed before ``item`` at ``resumed_ip``, after stopping at ``stopped_ip`` (None: unknown)."""
+        if not self.stack or stopped_ip is None or resumed_ip is None or resumed_ip == stopped_ip:
+            return
+        if item in self.untraced_callees:
+            return
+        self.open(item, resumed_ip, stopped_ip, stopped_ip, ASYNCHRONOUS, extra=stopped_ip)
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _untraced_caller(self, item, target):
+        nodes = self.nodes
+        node = self.pop(item)
+        tree = nodes.tree[node]
+        level = nodes.level[node] - 1
+        caller = len(nodes.first)
+        nodes.first.append(nodes.first[node])
+        nodes.last.append(-1)
+        nodes.parent.append(-1)
+        nodes.level.append(level)
+        nodes.tree.append(tree)
+        nodes.entry.append(target or 0)  # named by where the return went
+        nodes.extra.append(0)
+        nodes.flags.append(UNTRACED_START)
+        nodes.parent[node] = caller
+        nodes.tree_levels[tree] = min(nodes.tree_levels[tree], level)
+        self.stack.append(caller)
+        self.returns.append(None)
+        self.call_sites.append(None)
+        self.states.append(0)
+
+    def _land(self, target, item, innermost_pc):
+        """Control reached ``target`` outside the innermost frame's code: close the frames above the one it is in.
+
+        A frame's pc is the call site of the frame above it (``innermost_pc`` for the innermost).
+        True if ``target`` lies in an open frame's function; the frames above that one are closed.
+        """
+        function = self.functions.containing(target)
+        if function is None:
+            return False
+        pc = innermost_pc
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if pc is not None and self.functions.containing(pc) == function:
+                while len(self.stack) > depth + 1:
+                    self.pop(item, LEFT_NON_LOCALLY)
+                return True
+            pc = self.call_sites[depth]
+        return False
+
+    def _resolve_stub(self, row, part, target):
+        node = self.stack[-1]
+        nodes, plt = self.nodes, self.plt
+        if self.states[-1] == _IN_STUB:
+            if plt.contains(target):
+                return  # on to PLT0, for a first, lazy call
+            if plt.in_plt0(self._row(row, part)[0]):
+                self.states[-1] = _IN_RESOLVER  # PLT0 jumped into ld.so's resolver
+                nodes.flags[node] |= LAZY_BINDING
+                return
+        nodes.extra[node] = nodes.entry[node]  # the stub
+        nodes.entry[node] = target
+        self.states[-1] = _NOT_RESOLVING
+
+    def _row(self, row, part):
+        """``(last instruction's address, its size, [(offset, target) of tail jumps inside])`` of a row."""
+        facts = self.row_facts.get(row)
+        if facts is None:
+            addresses = self.expander.addresses(part.block_ips[row], part.block_sizes[row])
+            last = self.expander.classifier[addresses[-1]]
+            facts = self.row_facts[row] = (addresses[-1], last.size, self._tail_jumps(addresses))
+        return facts
+
+    def _tail_jumps(self, addresses):
+        """Direct jumps inside a block (not its last instruction) to the entry of another function."""
+        found = []
+        classify, functions = self.expander.classifier, self.functions
+        for offset, address in enumerate(addresses[:-1]):
+            insn = classify[address]
+            if insn.transfer == Transfer.DIRECT and insn.target != insn.next_address:
+                if self._into_stub(address, insn.target):
+                    found.append((offset, insn.target))
+                    continue
+                there = functions.containing(insn.target)
+                if there is not None and there[0] == insn.target and functions.containing(address) != there:
+                    found.append((offset, insn.target))
+        return found
+
+    def _rows_with_tail_jumps(self, part):
+        """Rows (distinct blocks) of ``part`` holding a tail jump; each distinct block is examined once."""
+        return {row for row in range(len(part.block_ips)) if part.block_sizes[row] and self._row(row, part)[2]}
