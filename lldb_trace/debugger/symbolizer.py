@@ -26,6 +26,12 @@ class LldbSymbolizer(Symbolizer):
         super().__init__(memory, flavor)
         self.target = target
 
+    def prologue_end(self, function_entry):
+        function = self.target.ResolveLoadAddress(function_entry).GetFunction()
+        if not function.IsValid() or function.GetStartAddress().GetLoadAddress(self.target) != function_entry:
+            return None
+        return function_entry + function.GetPrologueByteSize()
+
     def _locate(self, address):
         resolved = self.target.ResolveLoadAddress(address)
         module = resolved.GetModule()

@@ -37,6 +37,19 @@ class LineTable:
         self._everything = None
 
     def find(self, address):
+        found = self._row(address)
+        return found[0].rows[found[1]] if found else None
+
+    def next_row(self, address):
+        """The address where the row after the one covering ``address`` starts, or None (the sequence ends)."""
+        found = self._row(address)
+        if not found:
+            return None
+        sequence, k = found
+        return sequence.starts[k + 1] if k + 1 < len(sequence.starts) else None
+
+    def _row(self, address):
+        """``(sequence, row number)`` covering ``address``, or None."""
         if self._aranges is not None:
             offset = self._aranges.cu_offset_at_addr(address)
             if offset is None:
@@ -57,11 +70,12 @@ class _Sequences:
         self._firsts = [s.starts[0] for s in self._sequences]
 
     def find(self, address):
+        """``(sequence, row number)`` covering ``address``, or None."""
         k = bisect_right(self._firsts, address) - 1
         if k < 0 or address >= self._sequences[k].end:
             return None
         sequence = self._sequences[k]
-        return sequence.rows[bisect_right(sequence.starts, address) - 1]
+        return sequence, bisect_right(sequence.starts, address) - 1
 
 
 def _sequences(dwarf, unit):

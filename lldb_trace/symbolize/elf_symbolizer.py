@@ -43,6 +43,12 @@ class ElfSymbolizer(Symbolizer):
             stub=bool(function and function[1]),
         )
 
+    def prologue_end(self, function_entry):
+        module = self._module_at(function_entry)
+        symbols, bias = self._module_symbols(module) if module is not None else (None, 0)
+        found = symbols.prologue_end(function_entry - bias) if symbols else None
+        return found + bias if found is not None else None
+
     def _module_at(self, address):
         k = bisect_right(self._starts, address) - 1
         if k < 0:

@@ -57,6 +57,10 @@ class ModuleSymbols:
         """``(full path, line)`` of the line table row covering ``address``, or None."""
         return self._lines.find(address) if self._lines else None
 
+    def prologue_end(self, entry):
+        """Where the function starting at file address ``entry`` leaves its prologue: its second line row."""
+        return self._lines.next_row(entry) if self._lines else None
+
     def _file_with(self, in_module):
         """The module file when it has what is asked for, else its debug file (when there is one)."""
         return self.path if in_module or self.debug_path is None else str(self.debug_path)

@@ -32,6 +32,10 @@ class Symbolizer(ABC):
         """``(mnemonic, operands)`` of the instruction at ``address``."""
         return self._disassembler.instruction(address)
 
+    def prologue_end(self, function_entry):
+        """Where ``step`` into the function entered at ``function_entry`` stops (after its prologue), or None."""
+        return None
+
     @abstractmethod
     def _locate(self, address):
         """The Location of ``address``, found the implementation's way (called once per address)."""

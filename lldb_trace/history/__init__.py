@@ -1,0 +1,19 @@
+"""Time travel over a trace, without LLDB: positions, the frames at any point, stepping both ways, search.
+
+``ThreadHistory(process_trace, tid, symbolizer)`` holds a thread's position
+(an item index; ``end`` is where the thread stopped) and moves it with GDB's
+semantics: ``stepi``/``nexti``/``step``/``next``/``finish`` forwards or in
+reverse, ``continue_`` to breakpoints either way, ``goto``; ``frames()`` are
+the calls open at the position (frames.py), ``find`` lists executions
+(search.py).  ``for_thread`` keeps one history per traced thread, so a
+position survives between commands (and starts again at the end when a live
+trace grows).  The debugger layer shows these positions in LLDB.
+"""
+
+from .frames import Frame
+from .movement import NO_MORE_HISTORY, HistoryError, Movement
+from .search import Match
+from .sessions import for_thread, forget
+from .thread_history import ThreadHistory
+
+__all__ = ["NO_MORE_HISTORY", "Frame", "HistoryError", "Match", "Movement", "ThreadHistory", "for_thread", "forget"]

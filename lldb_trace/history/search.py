@@ -1,0 +1,103 @@
+"""Finding executions in a whole thread's history without walking it item by item.
+
+An address runs wherever a block that holds it runs.  Each distinct block
+(a row of the decoded storage) is expanded once to see which of the wanted
+addresses it holds and at which offsets; numpy then finds the entries of those
+rows among millions and turns them into item indices.  This is how
+``continue``/``reverse-continue`` find the nearest breakpoint hit and how
+``find --address``/``--line`` list executions; ``find --function`` reads the
+call forest's entry column instead.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .movement import NO_MORE_HISTORY, Movement
+
+
+@dataclass(frozen=True)
+class Match:
+    """One execution: the item where it starts, its timestamp (None without timing), function entry, call depth."""
+
+    index: int
+    tsc: int | None
+    function: int | None
+    depth: int
+
+
+def hits(decoded, expander, addresses):
+    """Sorted item indices (a numpy array) of every execution of any of ``addresses``."""
+    wanted = set(addresses)
+    found = []
+    for part, base in zip(decoded.parts, decoded.part_starts, strict=True):
+        offsets = {}
+        for row in range(len(part.block_ips)):
+            size = part.block_sizes[row]
+            if size:
+                inside = [k for k, a in enumerate(expander.addresses(part.block_ips[row], size)) if a in wanted]
+                if inside:
+                    offsets[row] = inside
+        if not offsets:
+            continue
+        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
+        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries].astype(np.int64)
+        sizes[sizes == 0] = 1  # a gap is one item
+        starts = np.cumsum(sizes) - sizes + base
+        for row, inside in offsets.items():
+            at = starts[entries == row]
+            for offset in inside:
+                found.append(at + offset)
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def continue_to(history, breakpoints, reverse=False):
+    """The nearest execution of a breakpoint address after (before) the position, or the end (the beginning)."""
+    found = hits(history.decoded, history.process_trace.expander, breakpoints) if breakpoints else np.zeros(0)
+    position = history.position
+    if reverse:
+        k = int(np.searchsorted(found, position, side="left")) - 1
+        if k >= 0:
+            index = int(found[k])
+            return history.move(Movement(index, None, history.map.address(index)))
+        return history.move(Movement(0, NO_MORE_HISTORY))
+    k = int(np.searchsorted(found, position, side="right"))
+    if k < len(found):
+        index = int(found[k])
+        return history.move(Movement(index, None, history.map.address(index)))
+    return history.move(Movement(history.end, NO_MORE_HISTORY))
+
+
+def find_addresses(history, addresses, limit=None):
+    """Every execution of ``addresses`` (instructions, or the first instructions of a line), newest first."""
+    found = hits(history.decoded, history.process_trace.expander, addresses)[::-1]
+    return [_match(history, int(index)) for index in found[:limit]]
+
+
+def find_calls(history, entries, limit=None):
+    """Every call of a function entered at one of ``entries``, newest first."""
+    forest = history.map.forest
+    wanted = np.array(sorted(entries), dtype=np.uint64)
+    rows = np.flatnonzero(np.isin(forest.entry, wanted))[::-1][:limit]
+    decoded = history.decoded
+    return [
+        Match(
+            int(forest.first[row]),
+            decoded.timestamp(int(forest.first[row])) if decoded.has_timestamps else None,
+            int(forest.entry[row]),
+            int(forest.depth[row]),
+        )
+        for row in rows.tolist()
+    ]
+
+
+def _match(history, index):
+    row = history.map.frame_row(index)
+    forest = history.map.forest
+    decoded = history.decoded
+    return Match(
+        index,
+        decoded.timestamp(index) if decoded.has_timestamps else None,
+        int(forest.entry[row]) if row >= 0 else None,
+        int(forest.depth[row]) if row >= 0 else 0,
+    )

@@ -1,0 +1,150 @@
+"""A thread's place in its history: a position, and what the thread looked like there.
+
+Positions are item indices as ``trace dump --instructions`` numbers them: 0
+is the first traced instruction, not yet executed; the thread's pc at
+position ``i`` is item ``i``'s address.  Position ``end`` (the item count) is
+where the thread stopped: the present, whose pc is the thread's stop pc
+(for a trace ending at a breakpoint, the breakpoint's address; for a crash,
+the faulting instruction).  These are GDB's ``record goto`` numbers.  A gap
+(a decode error) is no place to stand.
+"""
+
+from ..libipt import InsnClass
+from . import search, stepping
+from .frames import Frame, FrameMap
+from .movement import HistoryError, Movement
+
+
+class ThreadHistory:
+    """One traced thread's history and its current position (the end, at first).
+
+    ``symbolizer`` answers lines (``locate``) and prologue ends; ``stop_pc`` is where
+    the thread stands at the end (default: where its trace ends).
+    """
+
+    def __init__(self, process_trace, tid, symbolizer, stop_pc=None):
+        self.process_trace, self.tid, self.symbolizer = process_trace, tid, symbolizer
+        self.decoded = process_trace.decoded(tid)
+        if self.decoded is None:
+            raise HistoryError(f"thread {tid} has no trace of its own: it has no history to move in")
+        stop = process_trace.thread_stop(tid)
+        self.stop_pc = stop_pc or (stop.pc if stop is not None and stop.pc is not None else self.decoded.end_ip)
+        self.map = FrameMap(self.decoded, process_trace.expander, process_trace.call_forest(tid))
+        self.end = self.decoded.item_count
+        self.position = self.end
+
+    @property
+    def item_count(self):
+        return self.end
+
+    @property
+    def at_end(self):
+        return self.position == self.end
+
+    @property
+    def pc(self):
+        return self.pc_at(self.position)
+
+    def pc_at(self, position):
+        return self.stop_pc if position == self.end else self.map.address(position)
+
+    def describe(self, position=None):
+        position = self.position if position is None else position
+        if position == self.end:
+            return f"end of history (where the thread stopped, after instruction {self.end - 1})"
+        return f"instruction {position} of {self.end}"
+
+    def check(self, position):
+        """``position`` if the thread can stand there; else a HistoryError saying why."""
+        if not isinstance(position, int) or not 0 <= position <= self.end:
+            raise HistoryError(f"position {position} is out of range: thread {self.tid} has positions 0 to {self.end}")
+        if position < self.end:
+            gap = self.map.item(position)
+            if not isinstance(gap, int):
+                raise HistoryError(
+                    f"item {position} is a gap in the trace ({gap.text}), not an instruction: go to {position - 1}"
+                    f" or {position + 1}"
+                )
+        return position
+
+    def goto(self, position):
+        self.position = self.check(position)
+        return Movement(self.position)
+
+    def move(self, movement):
+        """Take a Movement's position (the stepping functions compute it) and return it."""
+        self.position = movement.position
+        return movement
+
+    # -- frames --------------------------------------------------------------------------------------
+
+    def frames(self):
+        return self.frames_at(self.position)
+
+    def frames_at(self, position):
+        """The frames at ``position``, innermost first (see frames.Frame)."""
+        if position < self.end:
+            return self.map.frames(position, self.map.address(position))
+        return self.end_frames()
+
+    def end_frames(self):
+        """The frames where the thread stopped: those of the last item, unless it was a call or a return."""
+        if not self.end:
+            return [Frame(self.stop_pc, None, True)]
+        last = self.end - 1
+        row = self.map.frame_row(last)
+        branch = self.last_branch()
+        if branch == InsnClass.CALL:  # the thread stopped at the callee's first instruction, before it ran
+            address = self.map.address(last)
+            outer = self.map.frames(last, address + self.map.instruction_size(address))
+            return [Frame(self.stop_pc, None), *outer]
+        if branch == InsnClass.RETURN and row >= 0 and not self.map.is_root(row):
+            return self.map.frames_from(int(self.map.forest.parent[row]), self.stop_pc)
+        return self.map.frames(last, self.stop_pc)
+
+    def end_row(self):
+        """The forest row of the frame the thread stopped in (None: a callee it stopped at the door of)."""
+        frames = self.end_frames()
+        return frames[0].row
+
+    def last_branch(self):
+        """The InsnClass of the last traced instruction when it was a call, return or jump, else 0."""
+        return self.map.branch_at(self.end - 1) if self.end else 0
+
+    # -- lines ---------------------------------------------------------------------------------------
+
+    def line_at(self, position):
+        """``(file, line)`` of the instruction at ``position``, or None without line information."""
+        pc = self.pc_at(position)
+        return self.line_of(pc) if pc is not None else None
+
+    def line_of(self, address):
+        location = self.symbolizer.locate(address)
+        return (location.file, location.line) if location.file and location.line else None
+
+    # -- movements (stepping.py, search.py) -----------------------------------------------------------
+
+    def stepi(self, reverse=False):
+        return stepping.stepi(self, reverse)
+
+    def nexti(self, reverse=False):
+        return stepping.nexti(self, reverse)
+
+    def step(self, reverse=False):
+        return stepping.step(self, reverse)
+
+    def next(self, reverse=False):
+        return stepping.next_line(self, reverse)
+
+    def finish(self, reverse=False):
+        return stepping.finish(self, reverse)
+
+    def continue_(self, breakpoints, reverse=False):
+        """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
+        return search.continue_to(self, set(breakpoints), reverse)
+
+    def find(self, addresses=(), entries=(), limit=None):
+        """Executions, newest first: of ``addresses`` (instructions, line starts), or calls of ``entries``."""
+        if entries:
+            return search.find_calls(self, entries, limit)
+        return search.find_addresses(self, addresses, limit)
