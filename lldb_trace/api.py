@@ -25,6 +25,7 @@ the two give the same answers.  A call through a PLT stub is the library
 function it reached (``call.address``); ``call.stub`` is the stub.
 """
 
+from . import history
 from .bundle.loader import load_bundle
 from .errors import LldbTraceError
 from .process_trace import ProcessTrace, UnknownThreadError
@@ -104,6 +105,43 @@ class ThreadTrace:
 
     def call_forest(self):
         return self.process_trace.call_forest(self.tid)
+
+    # -- time travel (lldb_trace.history) ------------------------------------------------------------
+
+    @property
+    def history(self):
+        """The thread's ThreadHistory: its position and the movements (step, next, finish... both ways)."""
+        return history.for_thread(self.process_trace, self.tid, self.symbolizer)
+
+    @property
+    def position(self):
+        """Where the thread stands in its history: an item index, or ``item_count`` (where it stopped)."""
+        return self.history.position
+
+    def goto(self, index):
+        """Stand at item ``index`` (``item_count``: where the thread stopped); a gap or out of range raises."""
+        return self.history.goto(index).position
+
+    def stack_at(self, index=None):
+        """The frames at item ``index`` (default: the position), innermost first: history.Frame(pc, row, ...)."""
+        history_ = self.history
+        return history_.frames_at(history_.position if index is None else history_.check(index))
+
+    def find(self, function=None, line=None, address=None, limit=None):
+        """Executions newest first (history.Match): calls of ``function`` (a name), of ``line`` (``(file, line)``)
+        or of the instruction at ``address``; exactly one of them."""
+        given = [what for what in (function, line, address) if what is not None]
+        if len(given) != 1:
+            raise LldbTraceError("find needs exactly one of function=, line= and address=")
+        if function is not None:
+            entries = self.symbolizer.function_entries(function)
+            if not entries:
+                raise LldbTraceError(f"no function named {function!r} in the traced modules")
+            return self.history.find(entries=entries, limit=limit)
+        addresses = [address] if address is not None else self.symbolizer.line_starts(*line)
+        if not addresses:
+            raise LldbTraceError(f"no code for {line[0]}:{line[1]} in the traced modules")
+        return self.history.find(addresses=addresses, limit=limit)
 
     def __repr__(self):
         where = f"<ThreadTrace tid {self.tid} of process {self.process_trace.pid}"

@@ -26,6 +26,33 @@ class LldbSymbolizer(Symbolizer):
         super().__init__(memory, flavor)
         self.target = target
 
+    def function_entries(self, name):
+        found = set()
+        for context in self.target.FindFunctions(name):
+            function, symbol = context.GetFunction(), context.GetSymbol()
+            start = function.GetStartAddress() if function.IsValid() else symbol.GetStartAddress()
+            address = start.GetLoadAddress(self.target)
+            if address != lldb.LLDB_INVALID_ADDRESS:
+                found.add(address)
+        return sorted(found)
+
+    def line_starts(self, file, line):
+        """The line's row starts in every compile unit of a file with that name (as a breakpoint resolves them)."""
+        spec = lldb.SBFileSpec(file, False)
+        found = set()
+        for context in self.target.FindCompileUnits(spec):
+            unit = context.GetCompileUnit()
+            previous = None
+            for k in range(unit.GetNumLineEntries()):
+                entry = unit.GetLineEntryAtIndex(k)
+                row = (entry.GetFileSpec().fullpath, entry.GetLine())
+                if row != previous and entry.GetLine() == line and _same_file(entry.GetFileSpec(), spec):
+                    address = entry.GetStartAddress().GetLoadAddress(self.target)
+                    if address != lldb.LLDB_INVALID_ADDRESS:
+                        found.add(address)
+                previous = row
+        return sorted(found)
+
     def prologue_end(self, function_entry):
         function = self.target.ResolveLoadAddress(function_entry).GetFunction()
         if not function.IsValid() or function.GetStartAddress().GetLoadAddress(self.target) != function_entry:
@@ -48,3 +75,10 @@ class LldbSymbolizer(Symbolizer):
             operands,
             stub=symbol.IsValid() and symbol.GetType() == lldb.eSymbolTypeTrampoline,
         )
+
+
+def _same_file(spec, wanted):
+    """Does a line entry's file match the file asked for (its name, or its full path when one was given)?"""
+    if spec.GetFilename() != wanted.GetFilename():
+        return False
+    return not wanted.GetDirectory() or spec.GetDirectory() == wanted.GetDirectory()

@@ -40,6 +40,19 @@ class LineTable:
         found = self._row(address)
         return found[0].rows[found[1]] if found else None
 
+    def line_starts(self, file, line):
+        """Addresses where ``line`` of ``file`` (a path, or a file name) begins: rows whose previous row differs."""
+        if self._everything is None:
+            self._everything = _Sequences([s for unit in self._dwarf.iter_CUs() for s in _sequences(self._dwarf, unit)])
+        found = []
+        for sequence in self._everything.sequences:
+            previous = None
+            for address, row in zip(sequence.starts, sequence.rows, strict=True):
+                if row != previous and row[1] == line and _same_file(row[0], file):
+                    found.append(address)
+                previous = row
+        return found
+
     def next_row(self, address):
         """The address where the row after the one covering ``address`` starts, or None (the sequence ends)."""
         found = self._row(address)
@@ -66,7 +79,7 @@ class _Sequences:
     """Sequences sorted by their first address (they do not overlap)."""
 
     def __init__(self, sequences):
-        self._sequences = sorted(sequences, key=lambda s: s.starts[0])
+        self._sequences = self.sequences = sorted(sequences, key=lambda s: s.starts[0])
         self._firsts = [s.starts[0] for s in self._sequences]
 
     def find(self, address):
@@ -76,6 +89,13 @@ class _Sequences:
             return None
         sequence = self._sequences[k]
         return sequence, bisect_right(sequence.starts, address) - 1
+
+
+def _same_file(path, wanted):
+    """Does ``path`` name the file ``wanted`` (a full path, or a name or trailing path as users type them)?"""
+    if not path:
+        return False
+    return path == wanted or path.endswith(os.sep + wanted.lstrip(os.sep))
 
 
 def _sequences(dwarf, unit):

@@ -43,6 +43,18 @@ class ElfSymbolizer(Symbolizer):
             stub=bool(function and function[1]),
         )
 
+    def function_entries(self, name):
+        return sorted(start + bias for symbols, bias in self._all_symbols() for start in symbols.entries_named(name))
+
+    def line_starts(self, file, line):
+        return sorted(
+            start + bias for symbols, bias in self._all_symbols() for start in symbols.line_starts(file, line)
+        )
+
+    def _all_symbols(self):
+        found = (self._module_symbols(module) for module in self._modules)
+        return [(symbols, bias) for symbols, bias in found if symbols is not None]
+
     def prologue_end(self, function_entry):
         module = self._module_at(function_entry)
         symbols, bias = self._module_symbols(module) if module is not None else (None, 0)

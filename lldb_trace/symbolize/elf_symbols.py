@@ -57,6 +57,24 @@ class ModuleSymbols:
         """``(full path, line)`` of the line table row covering ``address``, or None."""
         return self._lines.find(address) if self._lines else None
 
+    def entries_named(self, name):
+        """File addresses of the code symbols called ``name`` (or ``name@version``)."""
+        return sorted(self._names.get(name, ()))
+
+    def line_starts(self, file, line):
+        """File addresses where line ``line`` of a file named ``file`` (a path, or just its name) begins."""
+        return self._lines.line_starts(file, line) if self._lines else []
+
+    @cached_property
+    def _names(self):
+        names = {}
+        for path in {self._file_with(self._has_symtab), self.path}:
+            with open(path, "rb") as f:
+                for start, _size, _rank, (name, _stub) in _code_symbols(ELFFile(f)):
+                    names.setdefault(name, set()).add(start)
+                    names.setdefault(name.split("@")[0], set()).add(start)
+        return names
+
     def prologue_end(self, entry):
         """Where the function starting at file address ``entry`` leaves its prologue: its second line row."""
         return self._lines.next_row(entry) if self._lines else None

@@ -32,6 +32,14 @@ class Symbolizer(ABC):
         """``(mnemonic, operands)`` of the instruction at ``address``."""
         return self._disassembler.instruction(address)
 
+    @abstractmethod
+    def function_entries(self, name):
+        """Run-time addresses of the functions called ``name`` (for finding their calls)."""
+
+    @abstractmethod
+    def line_starts(self, file, line):
+        """Run-time addresses where ``line`` of ``file`` begins (as a breakpoint on it would resolve)."""
+
     def prologue_end(self, function_entry):
         """Where ``step`` into the function entered at ``function_entry`` stops (after its prologue), or None."""
         return None
