@@ -10,9 +10,10 @@ import sys
 import lldb
 
 from ..debugger.interpreter import run_command
-from . import routing
+from . import register_read, routing
 from .base import CONTAINER
 from .dump import DumpCommand
+from .history import COMMANDS as HISTORY_COMMANDS
 from .load import LoadCommand
 from .save import SaveCommand
 from .schema import SchemaCommand
@@ -22,7 +23,7 @@ CONTAINER_HELP = (
     "Intel Processor Trace (lldb_trace): load, record, inspect and save control-flow traces; start with"
     " 'help pt load' or 'help pt start'."
 )
-COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand)
+COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand, *HISTORY_COMMANDS)
 
 
 def register(debugger):
@@ -30,9 +31,11 @@ def register(debugger):
     run_command(debugger, f'command container add -o -h "{CONTAINER_HELP}" {CONTAINER}')
     for command in COMMANDS:
         class_name = f"{command.__module__}.{command.__name__}"
-        run_command(debugger, f"command script add -o -p -c {class_name} {CONTAINER} {command.name}")
+        parsed = "" if getattr(command, "raw", False) else "-p "
+        run_command(debugger, f"command script add -o {parsed}-c {class_name} {CONTAINER} {command.name}")
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
     install_stepping_overrides(debugger)
+    register_read.install(debugger)
     # The live recorder reads about 40 registers at every stop it predicts from: one 'g' packet
     # instead of a 'p' packet per register (3.9 ms -> 1.2 ms).  It applies to processes launched
     # or attached from now on; older LLDBs without the setting just keep 'p' packets.

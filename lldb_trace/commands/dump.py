@@ -9,6 +9,7 @@ options mean, is the views' business, shared with ``lldb-trace dump``.
 import lldb
 
 from ..debugger import registry
+from ..debugger.histories import history_position
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
 from ..views import INFO, Continuation, dump_options, dump_thread, render, render_info, session_info
@@ -186,7 +187,7 @@ def lldb_session_info(process_trace, target, tids, verbose):
         thread = process.GetThreadByID(tid)
         return thread.GetIndexID() if thread.IsValid() else None
 
-    return session_info(process_trace, tids, verbose, thread_index)
+    return session_info(process_trace, tids, verbose, thread_index, lambda tid: history_position(target, tid))
 
 
 def _has_short(command, letters):

@@ -1,8 +1,10 @@
 """``pt start`` / ``pt stop``: trace a live process (LLDB reserves ``trace start`` and ``process trace start``).
 
 With the software backend, ``continue``, ``next``, ``step`` and ``finish`` on a
-traced process run recorded (see debugger/recording_plan.py); the overrides installed
-here hand every other process to LLDB's own commands untouched.
+traced process run recorded (see debugger/recording_plan.py).  The overrides
+installed here also move a trace's threads through history
+(history_stepping.py), and hand every other process to LLDB's own commands
+untouched.
 """
 
 import lldb
@@ -10,6 +12,7 @@ import lldb
 from ..capture import intel_pt_pmu
 from ..debugger import live_session, recording_plan, registry
 from ..errors import LldbTraceError
+from . import history_stepping
 from .base import TidOptionCommand, TraceCommand, help_paragraphs
 
 BACKENDS = (
@@ -135,24 +138,35 @@ def _choose_backend(backend):
 
 
 def install_stepping_overrides(debugger):
-    """Make continue/next/step/finish record on processes traced by the software backend."""
+    """LLDB's stepping commands: through history on a trace (history_stepping.py), recorded on a process traced
+    by the software backend, LLDB's own everywhere else."""
     interpreter = debugger.GetCommandInterpreter()
-    for command, mode in recording_plan.MODES.items():
-        interpreter.SetCommandOverrideCallback(command, _recorded(debugger, mode))
+    for command in history_stepping.MOVES:
+        interpreter.SetCommandOverrideCallback(command, _stepping(debugger, recording_plan.MODES.get(command)))
 
 
-def _recorded(debugger, mode):
-    def override(*_argv):
-        session = live_session.session_for(debugger.GetSelectedTarget())
-        if session is None or not session.backend.drives_stepping:
-            return False  # not ours: LLDB's own command runs
+def _stepping(debugger, mode):
+    def override(*argv):
         try:
-            text = recording_plan.run_recorded(debugger, session, mode)
+            text = _moved_or_recorded(debugger, argv, mode)
         except LldbTraceError as error:
             text = f"error: {error}\n"
+        if text is None:
+            return False  # not ours: LLDB's own command runs
         output = debugger.GetOutputFile()
         output.Write(text.encode())
         output.Flush()
         return True
 
     return override
+
+
+def _moved_or_recorded(debugger, argv, mode):
+    """What the command printed, moving through history or running recorded; None when neither applies."""
+    moved = history_stepping.run(debugger, argv)
+    if moved is not None:
+        return moved + "\n"
+    session = live_session.session_for(debugger.GetSelectedTarget())
+    if mode is None or session is None or not session.backend.drives_stepping:
+        return None
+    return recording_plan.run_recorded(debugger, session, mode)

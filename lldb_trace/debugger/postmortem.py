@@ -35,6 +35,11 @@ def create_targets(debugger, bundle):
     return targets
 
 
+def history_view_target(debugger, process_trace):
+    """A target showing ``process_trace`` (a live process's) through a TraceProcess: ``(target, registry key)``."""
+    return _process_target(debugger, process_trace)
+
+
 def _new_target(debugger, triple):
     error = lldb.SBError()
     target = debugger.CreateTarget("", triple, "", False, error)

@@ -1,12 +1,17 @@
-"""A ScriptedProcess that shows a traced process as stopped where its trace ends.
+"""A ScriptedProcess that shows a traced process at each thread's position in its history.
 
 LLDB builds the process from these classes (by dotted name) when a trace
-target is "launched" with the ScriptedProcess plugin.  Each thread is stopped
-at the end of its trace, or where the bundle says a signal stopped it (with
-that signal as its stop reason, as live LLDB showed it); the only register
-the trace knows is the pc, so that is the only register shown.  Memory is
-served from the module files: code and read-only data are what a trace can
-vouch for.
+target is "launched" with the ScriptedProcess plugin.  Each thread stands at
+its history position (lldb_trace.history): at first the end of its trace, or
+where the bundle says a signal stopped it (with that signal as its stop
+reason, as live LLDB showed it); after ``pt goto`` or a step through history,
+at that instruction, its stop reason naming the position.  Its frames are the
+calls open there.  The only register the trace knows is the pc, so that is
+the only register shown.  Memory is served from the module files: code and
+read-only data are what a trace can vouch for.
+
+A movement updates the position, then resumes this process synchronously:
+LLDB then reads the threads and their frames again (history_view.py).
 """
 
 import struct
@@ -15,6 +20,7 @@ import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
 from . import registry
+from .histories import breakpoint_locations, history_of, shown_pcs
 
 # Without a recorded signal: SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads
 # whose stop reason is none, trace or processor-trace, so a signal it must be.
@@ -62,6 +68,9 @@ class TraceProcess(ScriptedProcess):
     def is_alive(self):
         return True
 
+    def create_breakpoint(self, addr, error):
+        return True  # nothing to insert: movements through history stop at breakpoint addresses themselves
+
     def get_scripted_thread_plugin(self):
         return f"{__name__}.{TraceThread.__name__}"
 
@@ -75,27 +84,39 @@ def _image(module):
 
 
 class TraceThread(ScriptedThread):
-    """A traced thread, stopped at the end of its trace."""
+    """A traced thread, standing at its history position (the end of its trace, at first)."""
 
     def __init__(self, process, tid, index):
         super().__init__(process, None)
         self.tid = tid
         self.idx = index
         self.trace = process.trace
-        self.stop = self.trace.thread(tid).stop
+        self.stop = self.trace.thread_stop(tid)
 
     def get_register_info(self):
         self.register_info = _PC_ONLY
         return _PC_ONLY
 
+    def _history(self):
+        """The thread's ThreadHistory, or None when it has no trace of its own or no instructions."""
+        if not self.trace.end_ip(self.tid):
+            return None
+        return history_of(self.target, self.tid, self.trace)
+
     def _pc(self):
+        history = self._history()
+        if history is not None:
+            return history.pc
         if self.stop is not None and self.stop.pc is not None:
             return self.stop.pc
-        return self.trace.end_ip(self.tid) or 0
+        return 0
 
     def get_stop_reason(self):
         if not self._pc():
             return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._why_no_pc()}}
+        history = self._history()
+        if history is not None and not history.at_end:
+            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._past_description(history)}}
         if self.stop is None:
             return _STOPPED
         data = {"signal": self.stop.signal}
@@ -103,14 +124,28 @@ class TraceThread(ScriptedThread):
             data["desc"] = self.stop.description
         return {"type": lldb.eStopReasonSignal, "data": data}
 
+    def _past_description(self, history):
+        """The stop reason in the past: the breakpoint there, the position, where the traced stack begins."""
+        frames = history.frames()
+        breakpoint = breakpoint_locations(self.target).get(history.pc)
+        at = f"breakpoint {breakpoint}, " if breakpoint else ""
+        oldest = (
+            f"; frame #{len(frames) - 1} is the oldest traced frame" if frames and frames[-1].outermost_traced else ""
+        )
+        return f"history: {at}{history.describe()}{oldest}"
+
     def _why_no_pc(self):
         if self.trace.decoded(self.tid) is None:
             return "no trace of its own: where it stopped is unknown"
         return "its trace holds no instructions: where it stopped is unknown"
 
     def get_stackframes(self):
-        pc = self._pc()
-        return [{"idx": 0, "pc": pc}] if pc else []
+        history = self._history()
+        if history is None:
+            pc = self._pc()
+            return [{"idx": 0, "pc": pc}] if pc else []
+        _frames, pcs = shown_pcs(history)
+        return [{"idx": index, "pc": pc} for index, pc in enumerate(pcs)]
 
     def get_register_context(self):
         return struct.pack("<Q", self._pc())

@@ -14,6 +14,16 @@ from .frames import Frame
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
 from .search import Match
 from .sessions import for_thread, forget
-from .thread_history import ThreadHistory
+from .thread_history import ThreadHistory, describe_position
 
-__all__ = ["NO_MORE_HISTORY", "Frame", "HistoryError", "Match", "Movement", "ThreadHistory", "for_thread", "forget"]
+__all__ = [
+    "NO_MORE_HISTORY",
+    "Frame",
+    "HistoryError",
+    "Match",
+    "Movement",
+    "ThreadHistory",
+    "describe_position",
+    "for_thread",
+    "forget",
+]

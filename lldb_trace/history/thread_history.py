@@ -15,6 +15,13 @@ from .frames import Frame, FrameMap
 from .movement import HistoryError, Movement
 
 
+def describe_position(position, end):
+    """How a position reads: "instruction 1234 of 18858", or the end of history."""
+    if position == end:
+        return f"end of history (where the thread stopped, after instruction {end - 1})"
+    return f"instruction {position} of {end}"
+
+
 class ThreadHistory:
     """One traced thread's history and its current position (the end, at first).
 
@@ -49,10 +56,7 @@ class ThreadHistory:
         return self.stop_pc if position == self.end else self.map.address(position)
 
     def describe(self, position=None):
-        position = self.position if position is None else position
-        if position == self.end:
-            return f"end of history (where the thread stopped, after instruction {self.end - 1})"
-        return f"instruction {position} of {self.end}"
+        return describe_position(self.position if position is None else position, self.end)
 
     def check(self, position):
         """``position`` if the thread can stand there; else a HistoryError saying why."""

@@ -76,10 +76,11 @@ class _ModuleRanges:
             elf = ELFFile(f)
             header = elf.get_section_by_name(".eh_frame_hdr")
             frames = elf.get_section_by_name(".eh_frame")
-            if header is None or frames is None:
+            if frames is None:
                 return None
-            table = _search_table(header.data(), header["sh_addr"])
             eh_frame = (frames["sh_addr"], frames.data())
+            # Static links often carry no .eh_frame_hdr: then the FDEs are read from .eh_frame itself.
+            table = _search_table(header.data(), header["sh_addr"]) if header is not None else _scan(eh_frame)
             first_vaddr = min((s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"), default=0)
         starts = [start for start, _ in table]
         fdes = [fde for _, fde in table]
@@ -109,6 +110,27 @@ def _search_table(data, header_address):
     base = header_address if table_encoding & 0x70 == _DATAREL else 0
     values = struct.unpack_from(f"<{2 * count}{entry_format[1]}", data, offset)
     return [(base + values[2 * k], base + values[2 * k + 1]) for k in range(count)] if size else []
+
+
+def _scan(eh_frame):
+    """The sorted ``(function start, FDE address)`` pairs of every FDE in ``.eh_frame`` (file addresses)."""
+    frames_address, frames = eh_frame
+    table, offset = [], 0
+    while offset + 4 <= len(frames):
+        (length,) = struct.unpack_from("<I", frames, offset)
+        if length == 0:
+            break  # the terminator
+        header = 12 if length == 0xFFFFFFFF else 4
+        if header == 12:
+            (length,) = struct.unpack_from("<Q", frames, offset + 4)
+        id_at = offset + header
+        (cie_pointer,) = struct.unpack_from("<I", frames, id_at)
+        if cie_pointer:  # an FDE (a CIE has id 0)
+            encoding = _fde_encoding(frames, id_at - cie_pointer)
+            start, _ = _read_encoded(frames, id_at + 4, encoding, frames_address)
+            table.append((start & 0xFFFFFFFFFFFFFFFF, frames_address + offset))
+        offset = id_at + length
+    return sorted(table)
 
 
 def _read_encoded(data, offset, encoding, section_address):

@@ -7,10 +7,12 @@ then written as text by :func:`info_text`, so both forms say the same things.
 """
 
 from ..decode.truncation import find_file_cut
+from ..history import describe_position
 
 
-def session_info(process_trace, tids, verbose, thread_index=lambda tid: None):
-    """Everything the session info shows, as plain data; ``thread_index(tid)``: the debugger's thread number."""
+def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, position=lambda tid: None):
+    """Everything the session info shows, as plain data; ``thread_index(tid)``: the debugger's thread number;
+    ``position(tid)``: the thread's history position (an index) where a debugger moved it (None: the end)."""
     bundle = process_trace.bundle
     cpu = bundle.cpu
     info = {
@@ -29,14 +31,14 @@ def session_info(process_trace, tids, verbose, thread_index=lambda tid: None):
             }
             for module in process_trace.process.modules
         ],
-        "threads": [_thread_info(process_trace, tid, thread_index(tid)) for tid in tids],
+        "threads": [_thread_info(process_trace, tid, thread_index(tid), position(tid)) for tid in tids],
     }
     if verbose:
         info["bundleText"] = bundle.text
     return info
 
 
-def _thread_info(process_trace, tid, index):
+def _thread_info(process_trace, tid, index, position):
     thread = process_trace.thread(tid)
     info = {
         "tid": tid,
@@ -62,9 +64,10 @@ def _thread_info(process_trace, tid, index):
             "decodeSeconds": round(decoded.decode_seconds, 6),
             "memoryBytes": decoded.memory_bytes,
         }
-        forest = process_trace.forest_if_built(tid)
-        if forest is not None:
-            info["decoded"]["functionCalls"] = len(forest)
+        info["decoded"]["functionCalls"] = len(process_trace.call_forest(tid))
+        end = decoded.item_count
+        position = end if position is None else position
+        info["position"] = {"index": position, "end": end, "text": describe_position(position, end)}
     return info
 
 
@@ -106,6 +109,8 @@ def info_text(info):
             continue
         else:
             lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
+        if "position" in thread:
+            lines.append(f"      position: {thread['position']['text']}")
         if "truncated" in thread:
             lines.append(
                 f"      warning: the trace is truncated: it ends inside {thread['truncated']['text']}; "
@@ -115,10 +120,9 @@ def info_text(info):
         if decoded is None:
             lines.append("      not decoded yet")
             continue
-        calls = f", function calls: {decoded['functionCalls']}" if "functionCalls" in decoded else ""
         lines.append(
-            f"      instructions: {decoded['instructions']}, errors: {decoded['errors']}, events: {decoded['events']}"
-            + calls
+            f"      instructions: {decoded['instructions']}, errors: {decoded['errors']}, events: {decoded['events']},"
+            f" function calls: {decoded['functionCalls']}"
         )
         per_instruction = decoded["memoryBytes"] / max(decoded["instructions"], 1)
         lines.append(

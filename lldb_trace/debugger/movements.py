@@ -1,0 +1,72 @@
+"""Moving the selected thread through its history, and saying where it went as LLDB says where a thread stopped.
+
+Every movement (``pt goto``, ``pt reverse-step``..., and LLDB's own stepping
+commands on a trace) runs here: find the selected thread's history
+(histories.py), move it (lldb_trace.history), show the new position in LLDB
+(history_view.py), then report what LLDB prints at a stop (the thread line,
+frame #0 and its source) and the position.  A bad request raises before
+anything moves.
+"""
+
+from dataclasses import dataclass
+
+import lldb
+
+from . import histories, history_view
+
+
+@dataclass(frozen=True)
+class Request:
+    """A movement: ``kind`` names a ThreadHistory method (stepi, nexti, step, next, finish, continue, goto)."""
+
+    kind: str
+    reverse: bool = False
+    count: int = 1  # stepi/nexti: how many
+    position: str | int | None = None  # goto: "begin", "end" or an index
+
+
+def move(debugger, request):
+    """Move the selected thread as ``request`` says; the report to print."""
+    target, thread = histories.selected_thread(debugger)
+    trace = histories.trace_of(target)
+    tid = thread.GetThreadID()
+    history = histories.history_of(target, tid, trace)
+    before = history.position
+    movement = _perform(history, request, target)
+    shown = history_view.show(debugger, target, tid, history.at_end)
+    return _report(movement, shown, history, moved=history.position != before)
+
+
+def _perform(history, request, target):
+    if request.kind == "goto":
+        return history.goto(_position(history, request.position))
+    if request.kind == "continue":
+        return history.continue_(histories.breakpoint_locations(target), request.reverse)
+    step = getattr(history, request.kind)
+    movement = step(request.reverse)
+    for _ in range(request.count - 1):
+        if movement.message:
+            break
+        movement = step(request.reverse)
+    return movement
+
+
+def _position(history, position):
+    if position == "begin":
+        return history.check(0)
+    if position == "end":
+        return history.end
+    return history.check(position)
+
+
+def _report(movement, thread, history, moved):
+    lines = []
+    if movement.message:
+        lines.append(movement.message)
+    if not moved and not movement.message and movement.breakpoint is None:
+        lines.append(f"Already at {history.describe()}.")
+    stream = lldb.SBStream()
+    if thread.IsValid() and thread.GetStatus(stream):
+        lines.append(stream.GetData().rstrip("\n"))
+    lines.append(f"Position: {history.describe()}.")
+    return "\n".join(lines)
