@@ -28,6 +28,7 @@ function it reached (``call.address``); ``call.stub`` is the stub.
 from . import history
 from .bundle.loader import load_bundle
 from .errors import LldbTraceError
+from .history import queries
 from .process_trace import ProcessTrace, UnknownThreadError
 from .symbolize import ElfSymbolizer
 
@@ -130,18 +131,7 @@ class ThreadTrace:
     def find(self, function=None, line=None, address=None, limit=None):
         """Executions newest first (history.Match): calls of ``function`` (a name), of ``line`` (``(file, line)``)
         or of the instruction at ``address``; exactly one of them."""
-        given = [what for what in (function, line, address) if what is not None]
-        if len(given) != 1:
-            raise LldbTraceError("find needs exactly one of function=, line= and address=")
-        if function is not None:
-            entries = self.symbolizer.function_entries(function)
-            if not entries:
-                raise LldbTraceError(f"no function named {function!r} in the traced modules")
-            return self.history.find(entries=entries, limit=limit)
-        addresses = [address] if address is not None else self.symbolizer.line_starts(*line)
-        if not addresses:
-            raise LldbTraceError(f"no code for {line[0]}:{line[1]} in the traced modules")
-        return self.history.find(addresses=addresses, limit=limit)
+        return queries.find(self.history, self.symbolizer, function, line, address, limit)
 
     def __repr__(self):
         where = f"<ThreadTrace tid {self.tid} of process {self.process_trace.pid}"

@@ -1,7 +1,6 @@
 """pt start --backend software on a real process, then trace save and a fresh load: the round trip."""
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,38 +10,13 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
 from lldb_trace.debugger.recording_plan import RecordingPlan  # noqa: E402
 from lldb_trace.decode.decoded_thread import Gap  # noqa: E402
-
-
-def _debugserver():
-    """The lldb-server next to the pip LLDB (LLDB looks beside its own library otherwise)."""
-    if os.environ.get("LLDB_DEBUGSERVER_PATH"):
-        return os.environ["LLDB_DEBUGSERVER_PATH"]
-    for root in map(Path, lldb.__path__):
-        for candidate in [
-            *root.parent.glob("lldb_for_pwndbg/_vendor/bin/lldb-server"),
-            Path("/usr/bin/lldb-server-22"),
-        ]:
-            if candidate.exists():
-                return str(candidate)
-    return None
-
-
-def _launchable(tmp_path, monkeypatch, source, *flags, directory=None):
-    """``test_traces/src/<source>`` built with ``flags``, with LLDB pointed at an lldb-server (or the test skipped)."""
-    server = _debugserver()
-    if server is None:
-        pytest.skip("no lldb-server to launch processes with")
-    monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
-    binary = (directory or tmp_path) / Path(source).stem
-    binary.parent.mkdir(exist_ok=True)
-    subprocess.run(["gcc", "-g", *flags, "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
-    return binary
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +27,7 @@ def keep_addresses(monkeypatch):
 
 @pytest.fixture
 def program(tmp_path, monkeypatch):
-    return _launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
+    return launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
 
 
 def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
@@ -184,7 +158,7 @@ def test_a_stop_picks_up_new_threads_and_reads_the_buffers(program, tmp_path):
 def test_finish_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path, monkeypatch):
     """At -O2, finished() is a lone ``ret`` with a breakpoint on it: LLDB steps over that breakpoint
     itself, and the recorder's stop right after it (back in main) must not be lost."""
-    binary = _launchable(tmp_path, monkeypatch, "million.c", "-O2", "-DN=3")
+    binary = launchable(tmp_path, monkeypatch, "million.c", "-O2", "-DN=3")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n finished")
@@ -208,7 +182,7 @@ def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path
     """The recorder's plan never sees the SIGSEGV stop; the run it was on is caught up when the trace is read."""
     if not predicting:
         monkeypatch.setattr(RecordingPlan, "_predict", lambda _plan, _frame: None)
-    binary = _launchable(tmp_path, monkeypatch, "crash.c", "-O0")
+    binary = launchable(tmp_path, monkeypatch, "crash.c", "-O0")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n main", output=tmp_path / "stdout.txt")
@@ -239,7 +213,7 @@ def _live_and_single_stepped(tmp_path, monkeypatch, source, flags, stops=()):
     """
     from lldb_trace.capture.session import RecordOptions, record
 
-    binary = _launchable(tmp_path, monkeypatch, source, *flags)
+    binary = launchable(tmp_path, monkeypatch, source, *flags)
     stepped = record(str(binary), [], RecordOptions(until="finished"))
     truth = list(next(iter(stepped.threads.values())).truth.addresses)
 
@@ -320,7 +294,7 @@ def test_predictions_through_the_c_library_follow_the_same_path_as_branch_by_bra
     emulator and once branch by branch (which test_continue_records_what_single_stepping_records
     holds to ptrace single steps).
     """
-    binary = _launchable(tmp_path, monkeypatch, "libc_work.c", "-O2", "-DROUNDS=2")
+    binary = launchable(tmp_path, monkeypatch, "libc_work.c", "-O2", "-DROUNDS=2")
 
     def recorded():
         session = Session(tmp_path)
@@ -355,7 +329,7 @@ def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, 
 
     Bound at load time (-z now), so the first call does not go through ld.so's resolver.
     """
-    binary = _launchable(tmp_path, monkeypatch, "libc_work.c", "-O0", "-DROUNDS=1", "-Wl,-z,now")
+    binary = launchable(tmp_path, monkeypatch, "libc_work.c", "-O0", "-DROUNDS=1", "-Wl,-z,now")
     source = ROOT / "test_traces" / "src" / "libc_work.c"
     line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "snprintf(" in text)
 
@@ -388,7 +362,7 @@ def test_next_runs_a_library_call_out_as_single_steps_would_record_it(tmp_path, 
 
 def test_step_runs_out_a_call_without_lines_and_stops_in_one_with_lines(tmp_path, monkeypatch):
     """As LLDB's own step-in: opaque_sum (built without -g) runs out, twice is stepped into."""
-    opaque = _launchable(tmp_path, monkeypatch, "opaque.c", "-O0", "-c", "-g0")
+    opaque = launchable(tmp_path, monkeypatch, "opaque.c", "-O0", "-c", "-g0")
     source = ROOT / "test_traces" / "src" / "steps.c"
     binary = tmp_path / "steps"
     subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(source), str(opaque)], check=True)
@@ -446,7 +420,7 @@ def test_each_continue_stops_once_at_a_breakpoint_a_single_step_lands_on(tmp_pat
     stop at the next handler run, not at once at the same place.  Each command's plan leaves
     LLDB's plan stack when it stops, with its reason.
     """
-    binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0", "-pthread")
+    binary = launchable(tmp_path, monkeypatch, "signals.c", "-O0", "-pthread")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n main")
@@ -478,7 +452,7 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
     first instruction unseen; every handler run is recorded from its second instruction on, after
     a pause where the signal interrupted the loop.
     """
-    binary = _launchable(tmp_path, monkeypatch, "signals.c", "-O0", "-pthread")
+    binary = launchable(tmp_path, monkeypatch, "signals.c", "-O0", "-pthread")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n main", "-n finished")
@@ -518,7 +492,7 @@ def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, mon
     """
     from support import native_lldb
 
-    binary = _launchable(tmp_path, monkeypatch, "clock.c", "-O0")
+    binary = launchable(tmp_path, monkeypatch, "clock.c", "-O0")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n main", "-n finished")

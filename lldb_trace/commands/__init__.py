@@ -13,6 +13,7 @@ from ..debugger.interpreter import run_command
 from . import register_read, routing
 from .base import CONTAINER
 from .dump import DumpCommand
+from .find import FindCommand
 from .history import COMMANDS as HISTORY_COMMANDS
 from .load import LoadCommand
 from .save import SaveCommand
@@ -23,7 +24,9 @@ CONTAINER_HELP = (
     "Intel Processor Trace (lldb_trace): load, record, inspect and save control-flow traces; start with"
     " 'help pt load' or 'help pt start'."
 )
-COMMANDS = (LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand, *HISTORY_COMMANDS)
+COMMANDS = (
+    LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand, FindCommand, *HISTORY_COMMANDS,
+)  # fmt: skip
 
 
 def register(debugger):

@@ -147,13 +147,13 @@ def install_stepping_overrides(debugger):
 
 def _stepping(debugger, mode):
     def override(*argv):
+        output = debugger.GetOutputFile()
         try:
             text = _moved_or_recorded(debugger, argv, mode)
         except LldbTraceError as error:
-            text = f"error: {error}\n"
+            text, output = f"error: {error}\n", debugger.GetErrorFile()
         if text is None:
             return False  # not ours: LLDB's own command runs
-        output = debugger.GetOutputFile()
         output.Write(text.encode())
         output.Flush()
         return True

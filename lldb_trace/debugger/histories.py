@@ -7,6 +7,8 @@ traced thread's ThreadHistory (lldb_trace.history) keeps its position
 between commands, and reads lines and prologues through LLDB.
 """
 
+import itertools
+
 import lldb
 
 from .. import history
@@ -118,7 +120,7 @@ def shown_pcs(thread_history):
     """
     frames = thread_history.frames()
     pcs = [frames[0].pc]
-    for inner, outer in zip(frames, frames[1:], strict=False):
+    for inner, outer in itertools.pairwise(frames):
         call = None if inner.asynchronous else _call_instruction(thread_history, inner)
         pcs.append(call if call is not None else outer.pc)
     return frames, pcs

@@ -126,7 +126,10 @@ class TraceThread(ScriptedThread):
 
     def _past_description(self, history):
         """The stop reason in the past: the breakpoint there, the position, where the traced stack begins."""
-        frames = history.frames()
+        try:
+            frames = history.frames()
+        except Exception as error:  # a bug: LLDB would resume a thread without a stop reason, forever
+            return f"history: {history.describe()}; its frames could not be found ({type(error).__name__}: {error})"
         breakpoint = breakpoint_locations(self.target).get(history.pc)
         at = f"breakpoint {breakpoint}, " if breakpoint else ""
         oldest = (
@@ -144,8 +147,11 @@ class TraceThread(ScriptedThread):
         if history is None:
             pc = self._pc()
             return [{"idx": 0, "pc": pc}] if pc else []
-        _frames, pcs = shown_pcs(history)
-        return [{"idx": index, "pc": pc} for index, pc in enumerate(pcs)]
+        try:
+            _frames, pcs = shown_pcs(history)
+        except Exception:  # a bug (the stop reason says it): frame 0 alone rather than no stop at all
+            return [{"idx": 0, "pc": history.pc}]
+        return [{"idx": index, "pc": pc} for index, pc in enumerate(pcs) if pc is not None]
 
     def get_register_context(self):
         return struct.pack("<Q", self._pc())

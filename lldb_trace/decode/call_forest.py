@@ -64,8 +64,11 @@ class CallForest:
 
     def call_item(self, row):
         """The item of the call instruction that made call ``row`` (None for a tree's first frame or a handler)."""
-        if self.flags[row] & ASYNCHRONOUS or self.parent[row] < 0:
+        parent = self.parent[row]
+        if self.flags[row] & ASYNCHRONOUS or parent < 0:
             return None
+        if self.flags[parent] & UNTRACED_START and self.first[row] == self.first[parent]:
+            return -1  # called before the trace (or before a gap) began
         return self._call_items.get(row, int(self.first[row]) - 1)
 
     def innermost(self, index):

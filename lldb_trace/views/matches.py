@@ -1,0 +1,40 @@
+"""``pt find``'s answer: the matching executions as rows a user can ``pt goto``, in text or JSON."""
+
+import json
+
+
+def match_entries(matches, symbolizer):
+    """Plain data for each history.Match: index, timestamp, function, depth and where it is."""
+    entries = []
+    for match in matches:
+        location = symbolizer.locate(match.function) if match.function is not None else None
+        entries.append(
+            {
+                "index": match.index,
+                "tsc": match.tsc,
+                "function": location.function_label if location is not None else None,
+                "functionAddress": f"0x{match.function:x}" if match.function is not None else None,
+                "depth": match.depth,
+            }
+        )
+    return entries
+
+
+def matches_text(entries, what, more):
+    """A table newest first; ``what`` names the search and the thread, ``more``: -c cut the list short."""
+    if not entries:
+        return f"No executions of {what}."
+    with_tsc = any(entry["tsc"] is not None for entry in entries)
+    width = max(len(str(entries[0]["index"])), len("index"))
+    header = f"{'index':>{width}}  depth  " + ("tsc                 " if with_tsc else "") + "function"
+    lines = [f"Executions of {what}, newest first ('pt goto INDEX' goes to one):", header]
+    for entry in entries:
+        tsc = f"{entry['tsc']:<#18x}  " if with_tsc and entry["tsc"] is not None else (" " * 20 if with_tsc else "")
+        lines.append(f"{entry['index']:>{width}}  {entry['depth']:>5}  {tsc}{entry['function'] or '(unknown)'}")
+    if more:
+        lines.append(f"... and more: '-c N' shows more than {len(entries)}")
+    return "\n".join(lines)
+
+
+def matches_json(entries):
+    return json.dumps(entries, indent=1)

@@ -1,0 +1,313 @@
+"""Time travel through LLDB's own commands: pt goto / pt reverse-* / pt find, and what bt, frame, source,
+register and memory commands say at a past position, on loaded traces and on a live process.
+
+Where each movement lands is the history engine's business (checked against GDB in
+test_history_reference.py); here the positions come from the same engine through the Python API,
+and the tests check that LLDB shows them: frames, lines, stop reasons, errors, the live process untouched.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+
+from support.launching import launchable  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
+
+from lldb_trace import api  # noqa: E402
+from lldb_trace.history import HistoryError  # noqa: E402
+
+HISTORY = ROOT / "test_traces" / "history"
+LONGJMP = HISTORY / "longjmp"
+POSITION = re.compile(r"Position: (?:instruction (\d+) of \d+|end of history)")
+
+
+@pytest.fixture
+def session(tmp_path):
+    session = Session(tmp_path)
+    yield session
+    session.close()
+
+
+def loaded(session, folder):
+    session.ok(f"trace load {folder / 'trace.json'}")
+    return api.open_bundle(folder).threads[0]
+
+
+def position_after(output):
+    """The position a movement reports (None: the end)."""
+    found = POSITION.findall(output)
+    assert found, output
+    return int(found[-1]) if found[-1] else None
+
+
+def frames(session):
+    """``(function, file:line or None)`` of each frame of the selected thread, innermost first."""
+    thread = session.target.GetProcess().GetSelectedThread()
+    shown = []
+    for frame in thread:
+        line = frame.GetLineEntry()
+        where = f"{line.GetFileSpec().GetFilename()}:{line.GetLine()}" if line.IsValid() and line.GetLine() else None
+        shown.append((frame.GetFunctionName(), where))
+    return shown
+
+
+def test_goto_shows_the_past_through_lldbs_own_commands(session):
+    thread = loaded(session, LONGJMP)
+    output = session.ok("pt goto 100")
+    assert "stop reason = history: instruction 100 of 162" in output
+    assert "__pthread_cleanup_upto + 6" in output and position_after(output) == 100
+    # longjmp's caller chain, each outer frame at its call site, main marked as the oldest traced frame
+    assert [name for name, _ in frames(session)] == [
+        "__pthread_cleanup_upto", "__libc_siglongjmp",
+        "level6", "level5", "level4", "level3", "level2", "level1", "main",
+    ]  # fmt: skip
+    assert frames(session)[3] == ("level5", "longjmp.c:18")
+    assert "frame #8 is the oldest traced frame" in session.ok("bt")
+    assert len(thread.stack_at(100)) == 9
+    assert "__pthread_cleanup_upto + 6" in session.ok("thread list")
+    selected = session.ok("frame select 3")
+    assert "level5" in selected and "-> 18" in selected and "level6(depth + 1);" in selected
+    assert "level5" in session.ok("frame info")
+    assert re.search(r"0x40164e <\+19>:\s+callq", session.ok("disassemble -p -c 1"))
+    session.ok("frame select 0")
+    assert "__pthread_cleanup_upto + 6" in session.ok("image lookup -a $pc")
+    assert "position: instruction 100 of 162" in session.ok("pt dump")
+
+
+def test_after_a_longjmp_the_jumped_over_frames_are_gone(session):
+    loaded(session, LONGJMP)
+    session.ok("pt goto 147")  # the first instruction back in main after longjmp
+    assert frames(session) == [("main", "longjmp.c:42")]
+    session.ok("pt goto 155")  # in after(), called once main is back
+    assert [name for name, _ in frames(session)] == ["after", "main"]
+    session.ok("pt goto end")
+    assert [name for name, _ in frames(session)] == ["the_end", "main"]
+
+
+def test_the_past_has_no_registers_locals_or_stack_but_code_is_readable(session):
+    loaded(session, LONGJMP)
+    session.ok("pt goto 80")  # in level6
+    registers = session.ok("register read")
+    assert "rip = 0x000000000040161d" in registers and "rsp" not in registers
+    assert not session.handle("register read rsp").Succeeded()
+    assert not session.handle("memory read -c 8 0x7fffffffe000").Succeeded()
+    # LLDB's own words for a local it cannot read: no frame base (the trace has no registers but the pc)
+    assert "<No frame base available for this historical stack frame.>" in session.ok("frame variable depth")
+    code = session.ok("memory read -s 1 -c 4 -f x 0x40161d")
+    assert code.split(":")[1].split() == ["0x48", "0x89", "0xe5", "0x48"]  # mov %rsp, %rbp; then a REX prefix
+    session.ok("frame select 1")
+    outer = session.handle("register read")
+    _out, err = session.streams()
+    assert "frame #1 has no registers in a trace" in outer.GetError() + err
+
+
+def expected_outcome(history, method, reverse=False):
+    """What the engine says a movement does from the current position: its position, or its error."""
+    try:
+        moved = getattr(history, method)(reverse)
+    except HistoryError as error:
+        return str(error)
+    return None if moved.position == history.end else moved.position
+
+
+def test_reverse_and_forward_movements_land_where_the_history_engine_says(session):
+    history = loaded(session, LONGJMP).history
+    history.goto(100)
+    session.ok("pt goto 100")
+    for command, method, reverse in [
+        ("pt reverse-finish", "finish", True), ("pt reverse-step", "step", True), ("pt reverse-next", "next", True),
+        ("pt reverse-stepi", "stepi", True), ("pt reverse-nexti", "nexti", True), ("pt reverse-finish", "finish", True),
+        ("pt stepi", "stepi", False), ("pt nexti", "nexti", False), ("pt step", "step", False),
+        ("pt next", "next", False), ("pt step", "step", False), ("pt finish", "finish", False),
+        ("pt next", "next", False), ("pt finish", "finish", False),
+    ]:  # fmt: skip
+        expected = expected_outcome(history, method, reverse)
+        result = session.handle(command)
+        if isinstance(expected, str):
+            assert expected in result.GetError(), command
+        else:
+            assert position_after(result.GetOutput()) == expected, command
+
+
+def test_lldbs_stepping_commands_move_forwards_through_history(session):
+    history = loaded(session, LONGJMP).history
+    session.ok("pt goto 40")
+    history.goto(40)
+    for command, method in [("thread step-in", "step"), ("n", "next"), ("si", "stepi"), ("ni", "nexti"),
+                            ("thread step-out", "finish"), ("s", "step"), ("finish", "finish")]:  # fmt: skip
+        expected = expected_outcome(history, method)
+        session.handle(command)
+        out, err = session.streams()
+        if isinstance(expected, str):
+            assert err.rstrip().endswith(expected), command
+        else:
+            assert position_after(out) == expected, command
+    session.ok("pt goto 40")
+    history.goto(40)
+    for _ in range(3):
+        expected = expected_outcome(history, "stepi")
+    session.handle("thread step-inst -c 3")
+    assert position_after(session.streams()[0]) == expected
+
+
+def test_breakpoints_stop_continue_both_ways(session):
+    loaded(session, LONGJMP)
+    session.ok("breakpoint set -n level3")
+    session.ok("breakpoint set -f longjmp.c -l 38")  # in after()
+    disabled = session.ok("breakpoint set -a 0x4016e7")  # main after the longjmp: disabled, never stops
+    number = re.search(r"Breakpoint (\d+)", disabled).group(1)
+    session.ok(f"breakpoint disable {number}")
+    output = session.ok("pt reverse-continue")
+    assert "breakpoint 2.1" in output and "after" in output
+    back = position_after(output)
+    session.ok("process continue --reverse")  # LLDB's own command, overridden: it prints on the debugger's stream
+    output = session.streams()[0]
+    assert "breakpoint 1.1" in output and "level3" in output and position_after(output) < back
+    output = session.ok("pt reverse-continue")
+    assert "No more reverse-execution history." in output and position_after(output) == 0
+    output = session.ok("pt continue")
+    assert "breakpoint 1.1" in output
+    session.ok("c")
+    out, _err = session.streams()
+    assert position_after(out) == back
+
+
+def test_both_ends_of_history(session):
+    loaded(session, LONGJMP)
+    output = session.ok("pt goto begin")
+    assert position_after(output) == 0 and frames(session) == [("main", "longjmp.c:41")]
+    for command in ("pt reverse-stepi", "pt reverse-step", "pt reverse-next", "pt reverse-continue"):
+        output = session.ok(command)
+        assert "No more reverse-execution history." in output and position_after(output) == 0, command
+    assert "not meaningful in the outermost frame" in session.handle("pt reverse-finish").GetError()
+    session.ok("pt goto end")
+    output = session.ok("pt stepi")
+    assert "No more reverse-execution history." in output and position_after(output) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("pt goto foo", "unknown position 'foo'"),
+        ("pt goto -1", "position -1 is before the beginning"),
+        ("pt goto 99999999999999999999", "out of range"),
+        ("pt goto 163", "out of range: thread 24598 has positions 0 to 162"),
+        ("pt goto", "give one position"),
+        ("pt goto 1 2", "give one position"),
+        ("pt reverse-step 3", "doesn't take any arguments"),
+        ("thread step-over -m this-thread", "takes no options"),
+    ],
+)
+def test_bad_positions_are_one_line_errors_and_nothing_moves(session, command, message):
+    loaded(session, LONGJMP)
+    session.ok("pt goto 100")
+    result = session.handle(command)
+    _out, err = session.streams()
+    error = result.GetError() + err
+    assert not result.Succeeded() or "error:" in err
+    assert message in error and error.strip().count("\n") == 0, error
+    assert "position: instruction 100 of 162" in session.ok("pt dump")
+
+
+def test_a_gap_is_no_place_to_stand(session):
+    session.ok(f"trace load {ROOT / 'test_traces' / 'overflow' / 'trace.json'}")
+    error = session.handle("pt goto 1508").GetError()
+    assert "item 1508 is a gap in the trace (overflow" in error and "go to 1507 or 1509" in error
+    assert "position: end of history" in session.ok("pt dump")
+    session.ok("pt goto 1509")
+    output = session.ok("pt reverse-stepi")
+    assert "crossed a gap in the trace (overflow" in output and position_after(output) == 1507
+
+
+def test_a_thread_without_a_trace_and_a_target_without_one(session, tmp_path):
+    document = json.loads((ROOT / "test_traces" / "static" / "trace.json").read_text())
+    for key in ("processes",):
+        for thread in document[key][0]["threads"]:
+            thread["iptTrace"] = str(ROOT / "test_traces" / "static" / thread["iptTrace"])
+        for module in document[key][0]["modules"]:
+            module["file"] = str(ROOT / "test_traces" / "static" / module["file"])
+    document["processes"][0]["threads"].append({"tid": 99999})
+    (tmp_path / "trace.json").write_text(json.dumps(document))
+    session.ok(f"trace load {tmp_path / 'trace.json'}")
+    session.ok("thread select 2")
+    assert "thread 99999 has no trace of its own" in session.handle("pt goto 1").GetError()
+    session.ok(f"target create {LONGJMP / 'modules' / 'tmp' / 'lldb-trace-history' / 'longjmp' / 'longjmp'}")
+    assert "not traced" in session.handle("pt goto 1").GetError()
+    assert "not traced" in session.handle("pt find -f main").GetError()
+
+
+def test_find_lists_executions_newest_first(session):
+    thread = loaded(session, HISTORY / "recursion")
+    expected = thread.find(function="fact")
+    listed = json.loads(session.ok("pt find --function fact -c 0 --json"))
+    assert [(entry["index"], entry["depth"]) for entry in listed] == [(m.index, m.depth) for m in expected]
+    assert [entry["index"] for entry in listed] == sorted((entry["index"] for entry in listed), reverse=True)
+    assert {entry["function"] for entry in listed} == {"recursion`fact"} and len(listed) == 8
+    text = session.ok("pt find -f fact -c 2")
+    assert "newest first" in text and "... and more" in text and f"{expected[0].index}      {expected[0].depth}" in text
+    by_line = json.loads(session.ok("pt find --line recursion.c:13 -c 0 --json"))
+    assert [entry["index"] for entry in by_line] == [m.index for m in thread.find(line=("recursion.c", 13))]
+    by_address = json.loads(session.ok(f"pt find --address {hex(thread.item(by_line[0]['index']).address)} --json"))
+    assert by_address[0]["index"] == by_line[0]["index"]
+    output = session.ok(f"pt goto {listed[-1]['index']}")
+    assert "fact" in output and position_after(output) == listed[-1]["index"]
+    for command, message in [
+        ("pt find -f nosuch", "no function named 'nosuch'"),
+        ("pt find -l recursion.c", "give FILE:LINE"),
+        ("pt find -l nosuch.c:3", "no code for nosuch.c:3"),
+        ("pt find", "give exactly one of"),
+        ("pt find -f fact -a 0x10", "give exactly one of"),
+        ("pt find -a zz", "--address 'zz'"),
+        ("pt find -f fact -t 5", "thread 5 is not traced"),
+        ("pt find -f fact -c -1", "--count must be 0 or more"),
+    ]:
+        assert message in session.handle(command).GetError(), command
+
+
+def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
+    binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
+    session.launch(binary, "-n main")
+    session.ok("pt start --backend software")
+    session.ok("breakpoint set -n the_end")
+    session.ok("continue")
+    live = session.target
+    present = session.ok("register read rsp rip")
+    output = session.ok("pt reverse-finish")
+    assert "stop reason = history" in output and "recursion.c:26" in output
+    view = session.target
+    assert view.GetProcess().GetPluginName() == "ScriptedProcess" and session.debugger.GetNumTargets() == 2
+    assert not session.handle("register read rsp").Succeeded()
+    session.ok("pt reverse-step")
+    assert frames(session)[0][0] == "fib"
+    output = session.ok("pt goto end")
+    assert "breakpoint" in output and session.debugger.GetNumTargets() == 1 and session.target == live
+    assert session.ok("register read rsp rip") == present
+    session.ok("continue")
+    assert live.GetProcess().GetState() == lldb.eStateExited
+
+
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
+def test_time_travel_in_debians_lldb_22(tmp_path):
+    init = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "lldbinit"], capture_output=True, text=True)
+    script = tmp_path / "init.lldb"
+    script.write_text(init.stdout)
+    commands = [f"trace load {LONGJMP / 'trace.json'}", "pt goto 100", "bt", "frame select 3", "pt reverse-finish",
+                "breakpoint set -n level3", "process continue --reverse", "pt find -f level3"]  # fmt: skip
+    run = subprocess.run(
+        ["lldb-22", "-x", "-b", "-s", str(script), *[part for c in commands for part in ("-o", c)]],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    out = run.stdout
+    assert run.returncode == 0, run.stderr + out
+    assert "frame #8: 0x00000000004016f5 longjmp`main at longjmp.c:44:5" in out
+    assert "level5(depth=<unavailable>) at longjmp.c:18:3" in out
+    assert "history: breakpoint 1.1, instruction 59 of 162" in out
+    assert "Executions of level3" in out and re.search(r"\n\s+55\s+3\s+longjmp`level3", out)
