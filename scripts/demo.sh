@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# Set everything up, then run the main job on the bundled sample trace.
+# Set everything up, then hunt a real bug in a recorded crash by going back in time (README: "Usage").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-sample=test_traces/sample
+bundle=test_traces/history/gradebook
 echo "== lldb_trace and what it uses"
 .venv/bin/lldb-trace versions
-echo "== the sample bundle ($sample/trace.json) and its packets"
-cat "$sample/trace.json"
-.venv/bin/lldb-trace packets "$sample/4242.ipt"
-echo "== the trace in LLDB: load it like a core file, then look around"
+echo "== the program: test_traces/src/gradebook.c, recorded up to its crash in $bundle"
+# Each step of the hunt, with why it is taken, is in README.md's "Find a bug by going back in time".
 .venv/bin/lldb --no-lldbinit --batch \
     -o "command script import lldb_trace" \
-    -o "trace load $sample/trace.json" \
-    -o "thread list" \
-    -o "image list" \
-    -o "disassemble -p -c 3" \
-    -o "trace dump --instructions -c 20" \
-    -o "trace dump --function-calls" \
+    -o "trace load $bundle/trace.json" \
+    -o "bt" \
+    -o "pt reverse-step" \
+    -o "pt reverse-step" \
+    -o "pt reverse-step" \
+    -o "pt reverse-finish" \
+    -o "pt find --line gradebook.c:23" \
+    -o "breakpoint set --file gradebook.c --line 23" \
+    -o "pt reverse-continue" \
+    -o "pt reverse-step" \
     -o "trace dump"
