@@ -7,10 +7,10 @@ from conftest import SAMPLE
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 from test_dump_commands import listed  # noqa: E402
 from test_intel_pt_pmu import FakeEvent  # noqa: E402
-from test_live_software import _launchable  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
 from lldb_trace.capture import intel_pt_event, intel_pt_pmu  # noqa: E402
@@ -38,7 +38,7 @@ def routed(session, command):
 
 
 def test_software_trace_stays_readable_and_savable_until_the_process_runs_on(session, tmp_path, monkeypatch):
-    program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0")
+    program = launchable(tmp_path, monkeypatch, "basic.c", "-O0")
     session.launch(program, "-n fib")
     session.ok("pt start --backend software")
     session.handle("continue")  # recorded, to the recursive call of fib
@@ -93,7 +93,7 @@ def test_intel_pt_trace_is_read_a_last_time_and_kept_after_pt_stop(session, tmp_
 
     monkeypatch.setattr(intel_pt_pmu, "check_available", lambda: "pmu")
     monkeypatch.setattr(intel_pt_event, "IntelPtThreadEvent", thread_event)
-    program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0")
+    program = launchable(tmp_path, monkeypatch, "basic.c", "-O0")
     session.launch(program, "-n fib")
     assert "Intel PT (perf_event_open)" in session.ok("pt start --backend intel-pt")
     [(tid, event)] = events.items()
@@ -149,7 +149,7 @@ def test_the_stop_hook_follows_an_intel_pt_session_that_picked_up_new_threads(se
     """A stop that finds new threads registers the session again (a new key): later stops must still read."""
     backend = _ThreadsAppearLater()
     monkeypatch.setattr(live, "IntelPtBackend", lambda *_options: backend)
-    program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0")
+    program = launchable(tmp_path, monkeypatch, "basic.c", "-O0")
     session.launch(program, "-n fib")
     session.ok("pt start --backend intel-pt --all")
     for _ in range(3):  # fib calls itself: each continue stops at the breakpoint again

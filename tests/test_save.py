@@ -9,8 +9,8 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_live_software import _launchable  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
 import lldb_trace.api as pt  # noqa: E402
@@ -96,7 +96,7 @@ def our_items(bundle_path):
 
 def test_a_live_software_trace_saves_a_bundle_native_lldb_decodes(tmp_path, monkeypatch):
     """The saved bundle names the CPU the software recorder's packets decode with; native lldb-22 agrees with us."""
-    program = _launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
+    program = launchable(tmp_path, monkeypatch, "basic.c", "-O0", directory=tmp_path / "build")
     session = Session(tmp_path)
     try:
         session.launch(program, "-n main")

@@ -15,8 +15,8 @@ from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_live_software import _launchable  # noqa: E402
 from test_trace_commands import lldb_batch, loadable  # noqa: E402
 
 from lldb_trace.capture.bundle_writer import write_bundle  # noqa: E402
@@ -67,7 +67,7 @@ def loaded_stop(folder, bundle):
 @pytest.mark.parametrize("case", CASES)
 def test_a_recorded_fatal_signal_loads_as_the_stop_live_lldb_shows(case, tmp_path, monkeypatch):
     source, args, number = CASES[case]
-    binary = _launchable(tmp_path, monkeypatch, source, "-O0", directory=tmp_path / "build")
+    binary = launchable(tmp_path, monkeypatch, source, "-O0", directory=tmp_path / "build")
     recording = record(str(binary), args)
     assert recording.status == "crashed"
     write_bundle(recording, tmp_path / "bundle")
@@ -92,7 +92,7 @@ def test_the_committed_crash_loads_stopped_by_its_sigsegv(tmp_path):
 @pytest.mark.parametrize("case", ["segv", "abort"])
 def test_a_live_trace_saved_at_a_fatal_signal_keeps_it(case, tmp_path, monkeypatch):
     source, args, number = CASES[case]
-    binary = _launchable(tmp_path, monkeypatch, source, "-O0", directory=tmp_path / "build")
+    binary = launchable(tmp_path, monkeypatch, source, "-O0", directory=tmp_path / "build")
     (tmp_path / "live").mkdir()
     session = Session(tmp_path / "live")
     try:
@@ -118,7 +118,7 @@ def test_lldb_22_decodes_the_bundle_natively_and_shows_the_stop_with_the_plugin(
     binary = shutil.which("lldb-22")
     if binary is None or not native_lldb.available():
         pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed")
-    program = _launchable(tmp_path, monkeypatch, "fatal.c", "-O0", directory=tmp_path / "build")
+    program = launchable(tmp_path, monkeypatch, "fatal.c", "-O0", directory=tmp_path / "build")
     recording = record(str(program), ["abort"])
     write_bundle(recording, tmp_path / "bundle")
     [(tid, flow)] = recording.threads.items()

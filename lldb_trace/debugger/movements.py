@@ -40,14 +40,15 @@ def move(debugger, request):
 def _perform(history, request, target):
     if request.kind == "goto":
         return history.goto(_position(history, request.position))
+    breakpoints = histories.breakpoint_locations(target)
     if request.kind == "continue":
-        return history.continue_(histories.breakpoint_locations(target), request.reverse)
+        return history.continue_(breakpoints, request.reverse)
     step = getattr(history, request.kind)
-    movement = step(request.reverse)
+    movement = step(request.reverse, breakpoints)
     for _ in range(request.count - 1):
-        if movement.message:
+        if movement.message or movement.breakpoint is not None:
             break
-        movement = step(request.reverse)
+        movement = step(request.reverse, breakpoints)
     return movement
 
 

@@ -11,18 +11,24 @@ in.  What each does to the open frames:
   recorder's vdso, a PT address filter) opens none;
 - a return closes the innermost frame.  One that lands elsewhere than that
   frame's return address left it non-locally; if it lands inside a function
-  open further out (a caught exception's landing pad), the frames in between
-  are closed too.  Returning out of a tree's first frame means it was called
-  before the trace began: an "untraced start" frame is put above it, named by
-  where the return went;
+  open further out (a caught exception's landing pad, a context switched
+  back to), the frames in between are closed too.  One that lands in no open
+  function switched to another context (swapcontext, setcontext): the frame
+  stays open, suspended, and a "switched" frame opens for the code it went
+  to, whose callers are on another stack.  Returning out of a tree's first
+  frame means it was called before the trace began: an "untraced start"
+  frame is put above it, named by where the return went;
 - an indirect jump that lands inside a function open further out (longjmp)
   closes the frames in between; one, or a direct jump, to the first
   instruction of another function is a tail call: that function replaces the
   frame.  Calls into a PLT stub are followed to the function they reach,
   through ld.so's resolver on a lazily bound first call (plt.py);
-- tracing that resumes elsewhere than where it stopped (a signal handler)
-  opens an asynchronous frame, whose "call site" is where the interrupted
-  code resumes;
+- tracing that resumes elsewhere than where it stopped (a signal handler;
+  a far transfer such as a syscall stops it right after itself) opens an
+  asynchronous frame, whose "call site" is where the interrupted code
+  resumes.  The handler's return goes to the signal trampoline, which stays
+  in that frame; tracing that resumes where an asynchronous frame's
+  interrupted code resumes (rt_sigreturn) closes it;
 - a gap closes every frame; the items after it start a new tree.
 
 Functions' extents come from the modules' unwind tables (FunctionRanges).
@@ -35,7 +41,7 @@ import numpy as np
 from ..libipt import EventType, InsnClass
 from ..x86.instructions import Transfer
 
-UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY = 1, 2, 4, 8, 16
+UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
 _CALL, _RETURN, _JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.JUMP)
 _NOT_RESOLVING, _IN_STUB, _IN_RESOLVER = 0, 1, 2
 _DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
@@ -49,7 +55,8 @@ class ForestArrays:
         self.parent, self.level, self.tree = array("i"), array("i"), array("i")
         self.entry, self.extra = array("Q"), array("Q")  # extra: the stub (PLT calls), the resume address (ASYNC)
         self.flags = array("B")
-        self.call_items = {}  # node -> item of its call instruction, where it is not first - 1 (tail calls)
+        # node -> item of its call instruction, where it is not first - 1 (tail calls; None: a switched frame)
+        self.call_items = {}
         self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
 
 
@@ -139,6 +146,7 @@ class _Builder:
         if tail_rows:
             wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
         ips, count = part.block_ips, len(entries)
+        self._stops_after_far_transfers(part, base, entries, ends, gaps)
         if not self.stack and not gaps[0]:
             self.open(base, ips[entries[0]], None, None)  # the trace (or a part after a gap) starts a tree
         for position in np.flatnonzero(wanted).tolist():
@@ -163,10 +171,18 @@ class _Builder:
             if iclass == _CALL:
                 self.call(row, part, last, target)
             elif iclass == _RETURN:
-                self.ret(last, target)
+                self.ret(last, target, row, part)
             elif iclass == _JUMP:
                 self.jump(row, part, last, target)
         self.events_until(base + part.item_count)
+
+    def _stops_after_far_transfers(self, part, base, entries, ends, gaps):
+        """Where tracing stopped for a disable with no address (a syscall): right after the instruction before it."""
+        for index in [i for i, ip in self.stopped_at.items() if ip is None and base < i <= base + part.item_count]:
+            position = int(np.searchsorted(ends, index - 1))
+            if position < len(ends) and ends[position] == index - 1 and not gaps[position]:
+                address, size, _ = self._row(int(entries[position]), part)
+                self.stopped_at[index] = address + size
 
     def events_until(self, item):
         """Handle the resumptions of tracing before item ``item`` and earlier."""
@@ -185,7 +201,7 @@ class _Builder:
         if self.stack:
             self.open(item + 1, target, return_address, call_site)
 
-    def ret(self, item, target):
+    def ret(self, item, target, row, part):
         if not self.stack:
             return
         if len(self.stack) == 1:  # out of the tree's first frame: it was called before the trace began
@@ -194,10 +210,28 @@ class _Builder:
         if target is not None and target == self.returns[-1]:
             self.pop(item)
             return
+        flags = self.nodes.flags[self.stack[-1]]
+        if target is None:
+            self.pop(item, LEFT_NON_LOCALLY)
+        elif flags & ASYNCHRONOUS:  # a signal handler returns into the signal trampoline, still in its frame
+            resume = self.returns[-1]
+            self.pop(item)
+            self.open(item + 1, target, resume, resume, ASYNCHRONOUS, extra=resume)
+        elif not self._land(target, item, self.call_sites[-1]):
+            self._switch(flags, item, target, self._row(row, part)[0])
+
+    def _switch(self, flags, item, target, switch_address):
+        """A return to no open function: the thread switched context (swapcontext) and runs another stack.
+
+        The frame that switched stays open (suspended until a switch back lands in it or further
+        out); a switched frame's own return goes to its unknown caller, which opens the next one."""
         call_site = self.call_sites[-1]
-        self.pop(item, LEFT_NON_LOCALLY)
-        if target is not None:
-            self._land(target, item, call_site)
+        if flags & SWITCHED:
+            self.pop(item)
+        else:
+            call_site = switch_address  # where the suspended frame stands
+        switched = self.open(item + 1, target, None, call_site, SWITCHED)
+        self.nodes.call_items[switched] = None
 
     def jump(self, row, part, item, target):
         if target is None or not self.stack:
@@ -212,7 +246,7 @@ class _Builder:
         here, there = self.functions.containing(jump_address), self.functions.containing(target)
         if there is None or here == there:
             return
-        if not self._land(target, item, jump_address) and there[0] == target:
+        if not self._land(target, item, self.call_sites[-1]) and there[0] == target:
             self.tail_call(item, target)
 
     def _into_stub(self, jump_address, target):
@@ -237,6 +271,12 @@ class _Builder:
             return
         if item in self.untraced_callees:
             return
+        nodes = self.nodes
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if nodes.flags[self.stack[depth]] & ASYNCHRONOUS and self.returns[depth] == resumed_ip:
+                while len(self.stack) > depth:  # rt_sigreturn: back to the interrupted code
+                    self.pop(item - 1)
+                return
         self.open(item, resumed_ip, stopped_ip, stopped_ip, ASYNCHRONOUS, extra=stopped_ip)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -272,10 +312,11 @@ class _Builder:
         if function is None:
             return False
         pc = innermost_pc
-        for depth in range(len(self.stack) - 1, -1, -1):
+        for depth in range(len(self.stack) - 2, -1, -1):
             if pc is not None and self.functions.containing(pc) == function:
                 while len(self.stack) > depth + 1:
-                    self.pop(item, LEFT_NON_LOCALLY)
+                    returned = len(self.stack) == depth + 2 and self.returns[-1] == target
+                    self.pop(item, 0 if returned else LEFT_NON_LOCALLY)
                 return True
             pc = self.call_sites[depth]
         return False

@@ -10,13 +10,13 @@ of the calls it made: the stepping commands walk them, entering or skipping
 the calls between.
 """
 
-from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..decode.cursor import walk
 from ..decode.decoded_thread import Gap
+from ..decode.forest_builder import SWITCHED
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,8 @@ class Frame:
 
     pc: int
     row: int | None
-    outermost_traced: bool = False  # the last frame, when its caller is unknown (the trace began inside it)
+    outermost_traced: bool = False  # the last frame, when its caller is unknown (the trace began inside it,
+    # or it runs on a stack a context switch went to)
     asynchronous: bool = False  # a signal handler: the next frame's pc is where the interrupted code resumes
 
 
@@ -79,6 +80,8 @@ class FrameMap:
         frames = []
         while row >= 0:
             parent = int(self.forest.parent[row])
+            if self.forest.flags[row] & SWITCHED:
+                parent = -1  # the frames below it are another stack's
             asynchronous = self.forest.call_item(row) is None and parent >= 0
             frames.append(Frame(pc, row, parent < 0, asynchronous))
             if parent < 0:
@@ -93,7 +96,11 @@ class FrameMap:
         call_item = forest.call_item(row)
         if call_item is None:  # a signal handler: the interrupted code resumes where it stopped
             return int(forest.extra[row])
+        if call_item < 0:  # called before the trace began: its untraced caller is named by where it returned
+            return int(forest.entry[int(forest.parent[row])])
         call = self.address(call_item)
+        if not isinstance(call, int):  # the call was lost in a gap: where the caller resumes is unknown
+            return None
         return call + self.instruction_size(call)
 
     def children(self, row):
@@ -110,10 +117,15 @@ class FrameMap:
         return found
 
     def child_at(self, row, index):
-        """The call ``row`` made that holds item ``index`` (its row), or None if ``index`` is ``row``'s own."""
-        firsts, lasts, rows = self.children(row)
-        k = bisect_right(firsts, index) - 1
-        return rows[k] if k >= 0 and index <= lasts[k] else None
+        """The call ``row`` made that holds item ``index`` (its row), or None if ``index`` is ``row``'s own.
+
+        Found from the innermost call at ``index`` outwards: listing ``row``'s calls would cost as much as
+        it has (a loop in main makes millions)."""
+        parent = self.forest.parent
+        inner = self.forest.innermost(index)
+        while inner >= 0 and parent[inner] != row:
+            inner = int(parent[inner])
+        return inner if inner >= 0 else None
 
     def depth(self, row):
         return int(self.forest.depth[row]) if row >= 0 else -1

@@ -51,9 +51,20 @@ def hits(decoded, expander, addresses):
     return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
-def continue_to(history, breakpoints, reverse=False):
-    """The nearest execution of a breakpoint address after (before) the position, or the end (the beginning)."""
-    found = hits(history.decoded, history.process_trace.expander, breakpoints) if breakpoints else np.zeros(0)
+def first_hit(found, start, target):
+    """The first of ``found`` (sorted executions) a movement from ``start`` to ``target`` reaches, or None.
+
+    Going forwards a breakpoint is reached at ``target`` too; going backwards, at ``target`` and
+    everything after it (the instruction is reached before it runs, in either direction)."""
+    if target > start:
+        k = int(np.searchsorted(found, start, side="right"))
+        return int(found[k]) if k < len(found) and found[k] <= target else None
+    k = int(np.searchsorted(found, start, side="left")) - 1
+    return int(found[k]) if k >= 0 and found[k] >= target else None
+
+
+def continue_to(history, found, reverse=False):
+    """The nearest of ``found`` (executions of breakpoints) after (before) the position, or the end (the beginning)."""
     position = history.position
     if reverse:
         k = int(np.searchsorted(found, position, side="left")) - 1
@@ -80,15 +91,9 @@ def find_calls(history, entries, limit=None):
     wanted = np.array(sorted(entries), dtype=np.uint64)
     rows = np.flatnonzero(np.isin(forest.entry, wanted))[::-1][:limit]
     decoded = history.decoded
-    return [
-        Match(
-            int(forest.first[row]),
-            decoded.timestamp(int(forest.first[row])) if decoded.has_timestamps else None,
-            int(forest.entry[row]),
-            int(forest.depth[row]),
-        )
-        for row in rows.tolist()
-    ]
+    timestamp = decoded.timestamp if decoded.has_timestamps else lambda _index: None
+    columns = zip(forest.first[rows].tolist(), forest.entry[rows].tolist(), forest.depth[rows].tolist(), strict=True)
+    return [Match(first, timestamp(first), entry, depth) for first, entry, depth in columns]
 
 
 def _match(history, index):

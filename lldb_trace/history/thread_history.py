@@ -9,10 +9,13 @@ the faulting instruction).  These are GDB's ``record goto`` numbers.  A gap
 (a decode error) is no place to stand.
 """
 
+from functools import cached_property
+
 from ..libipt import InsnClass
+from ..symbolize import ElfSymbolizer
 from . import search, stepping
 from .frames import Frame, FrameMap
-from .movement import HistoryError, Movement
+from .movement import NO_MORE_HISTORY, HistoryError, Movement
 
 
 def describe_position(position, end):
@@ -39,6 +42,8 @@ class ThreadHistory:
         self.map = FrameMap(self.decoded, process_trace.expander, process_trace.call_forest(tid))
         self.end = self.decoded.item_count
         self.position = self.end
+        self._row_starts = {}
+        self._hits = (None, None)  # the breakpoint addresses last searched for, and their executions
 
     @property
     def item_count(self):
@@ -126,29 +131,64 @@ class ThreadHistory:
         location = self.symbolizer.locate(address)
         return (location.file, location.line) if location.file and location.line else None
 
+    def row_start(self, address):
+        """Where the line-table row holding ``address`` begins, as GDB keeps rows (None: no line information)."""
+        found = self._row_starts.get(address, False)
+        if found is False:
+            found = self._row_starts[address] = self._rows.row_start(address)
+        return found
+
+    @cached_property
+    def _rows(self):
+        """The modules' own line tables: LLDB's line entries do not say which rows GDB's stepping stops at."""
+        if isinstance(self.symbolizer, ElfSymbolizer):
+            return self.symbolizer
+        return ElfSymbolizer(self.process_trace.process.modules, self.process_trace.memory)
+
     # -- movements (stepping.py, search.py) -----------------------------------------------------------
+    # ``breakpoints`` (load addresses) stop a movement at the first one it reaches, as in GDB.
 
-    def stepi(self, reverse=False):
-        return stepping.stepi(self, reverse)
+    def stepi(self, reverse=False, breakpoints=()):
+        return self._take(stepping.stepi(self, reverse), reverse, breakpoints)
 
-    def nexti(self, reverse=False):
-        return stepping.nexti(self, reverse)
+    def nexti(self, reverse=False, breakpoints=()):
+        return self._take(stepping.nexti(self, reverse), reverse, breakpoints)
 
-    def step(self, reverse=False):
-        return stepping.step(self, reverse)
+    def step(self, reverse=False, breakpoints=()):
+        return self._take(stepping.step(self, reverse), reverse, breakpoints)
 
-    def next(self, reverse=False):
-        return stepping.next_line(self, reverse)
+    def next(self, reverse=False, breakpoints=()):
+        return self._take(stepping.next_line(self, reverse), reverse, breakpoints)
 
-    def finish(self, reverse=False):
-        return stepping.finish(self, reverse)
+    def finish(self, reverse=False, breakpoints=()):
+        return self._take(stepping.finish(self, reverse), reverse, breakpoints)
 
     def continue_(self, breakpoints, reverse=False):
         """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
-        return search.continue_to(self, set(breakpoints), reverse)
+        return search.continue_to(self, self.hits(breakpoints), reverse)
 
     def find(self, addresses=(), entries=(), limit=None):
         """Executions, newest first: of ``addresses`` (instructions, line starts), or calls of ``entries``."""
         if entries:
             return search.find_calls(self, entries, limit)
         return search.find_addresses(self, addresses, limit)
+
+    def hits(self, addresses):
+        """Sorted item indices of every execution of ``addresses`` (kept for the next movement)."""
+        wanted = frozenset(addresses)
+        if self._hits[0] != wanted:
+            self._hits = (wanted, search.hits(self.decoded, self.process_trace.expander, wanted))
+        return self._hits[1]
+
+    def _take(self, movement, reverse, breakpoints):
+        """Move as ``movement`` says, stopping at the first breakpoint on the way; reaching the end of
+        history in the direction moved says so, as GDB does."""
+        start, target = self.position, movement.position
+        if breakpoints and target != start:
+            hit = search.first_hit(self.hits(breakpoints), start, target)
+            if hit is not None:
+                movement = Movement(hit, None, self.map.address(hit))
+        quiet = movement.message is None and movement.breakpoint is None
+        if quiet and movement.position != start and movement.position == (0 if reverse else self.end):
+            movement = Movement(movement.position, NO_MORE_HISTORY)
+        return self.move(movement)

@@ -3,7 +3,10 @@
 A large library's debug file holds thousands of compile units, so a unit's
 line program is read only when an address inside it is asked for (found
 through ``.debug_aranges``; without them, every unit is read at once).
-Within a sequence, rows at one address keep the last, as LLDB's line table does.
+Within a sequence, rows at one address keep the last, as LLDB's line table does;
+a row repeating the line before it is dropped once that line had a non-zero
+discriminator (a loop's basic blocks), as GDB's reader does, so that row
+starts are where GDB's stepping stops.
 """
 
 import os
@@ -52,6 +55,11 @@ class LineTable:
                     found.append(address)
                 previous = row
         return found
+
+    def row_start(self, address):
+        """The address where the row covering ``address`` begins, or None (no row covers it)."""
+        found = self._row(address)
+        return found[0].starts[found[1]] if found else None
 
     def next_row(self, address):
         """The address where the row after the one covering ``address`` starts, or None (the sequence ends)."""
@@ -103,7 +111,7 @@ def _sequences(dwarf, unit):
     if program is None:
         return []
     paths = _file_paths(program, unit)
-    found, current = [], _Sequence()
+    found, current, last, discriminated = [], _Sequence(), None, False
     for entry in program.get_entries():
         state = entry.state
         if state is None:
@@ -112,9 +120,13 @@ def _sequences(dwarf, unit):
             if current.starts:
                 current.end = state.address
                 found.append(current)
-            current = _Sequence()
-        else:
-            current.add(state.address, (paths.get(state.file), state.line))
+            current, last, discriminated = _Sequence(), None, False
+            continue
+        row = (paths.get(state.file), state.line)
+        discriminated = (discriminated and row == last) or state.discriminator != 0
+        if row != last or not discriminated:  # GDB drops a same-line row once the line had a discriminator
+            current.add(state.address, row)
+        last = row
     return found
 
 

@@ -61,6 +61,12 @@ class ElfSymbolizer(Symbolizer):
         found = symbols.prologue_end(function_entry - bias) if symbols else None
         return found + bias if found is not None else None
 
+    def row_start(self, address):
+        module = self._module_at(address)
+        symbols, bias = self._module_symbols(module) if module is not None else (None, 0)
+        found = symbols.row_start(address - bias) if symbols else None
+        return found + bias if found is not None else None
+
     def _module_at(self, address):
         k = bisect_right(self._starts, address) - 1
         if k < 0:

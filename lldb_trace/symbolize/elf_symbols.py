@@ -75,6 +75,10 @@ class ModuleSymbols:
                     names.setdefault(name.split("@")[0], set()).add(start)
         return names
 
+    def row_start(self, address):
+        """Where the line table row covering file address ``address`` begins, or None."""
+        return self._lines.row_start(address) if self._lines else None
+
     def prologue_end(self, entry):
         """Where the function starting at file address ``entry`` leaves its prologue: its second line row."""
         return self._lines.next_row(entry) if self._lines else None
