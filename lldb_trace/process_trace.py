@@ -10,7 +10,7 @@ when its source's generation for it changes.
 import os
 from functools import cached_property
 
-from . import libipt
+from . import libipt, progress
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
@@ -103,7 +103,8 @@ class ProcessTrace:
                 return None
             if self._image is None:
                 self._image = process_image(self.process)
-            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self._image, self.expander, self.workers)
+            title = f"Decoding the trace of thread {tid}"
+            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self._image, self.expander, self.workers, title)
         return self._decoded[tid]
 
     def decoded_if_done(self, tid):
@@ -133,5 +134,6 @@ class ProcessTrace:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
             if self._plt is None:
                 self._plt = PltSections(self.process.modules)
-            self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt)
+            with progress.task(f"Building the call tree of thread {tid}"):
+                self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt)
         return self._forests[tid]

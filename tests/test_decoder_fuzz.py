@@ -218,9 +218,9 @@ def dies_in_children(how):
     parent = os.getpid()
     original = _PieceDecoder.decode
 
-    def decode_or_die(self, job):
+    def decode_or_die(self, job, *task):
         if os.getpid() == parent:
-            return original(self, job)
+            return original(self, job, *task)
         if how == "killed":
             os.kill(os.getpid(), signal.SIGKILL)  # as a crash inside libipt would end it
         if how == "exits":

@@ -21,6 +21,8 @@ import re
 import lldb
 from lldb.plugins.parsed_cmd import ParsedCommand
 
+from .. import progress
+from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
 
 CONTAINER = "pt"
@@ -127,7 +129,8 @@ class TraceCommand(ParsedCommand):
                 return
             if self._option_errors:
                 raise self._option_errors[0]
-            self.run(debugger, argument_strings(args), exe_ctx, result)
+            with progress.reporting(LldbReporter(debugger)):
+                self.run(debugger, argument_strings(args), exe_ctx, result)
         except LldbTraceError as error:
             result.SetError(str(error))
         except Exception as error:  # a bug: say so in one line, keep the session alive

@@ -8,7 +8,9 @@ commands then describe that point; on a live process, a history view does
 
 import lldb
 
+from .. import progress
 from ..debugger.movements import Request, move
+from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
 from .base import CONTAINER, TraceCommand, help_paragraphs, parse_number
 
@@ -56,7 +58,8 @@ class GotoCommand:
             elif len(words) != 1:
                 raise PositionError("give one position: 'pt goto begin', 'pt goto end' or 'pt goto N' (an item index)")
             else:
-                result.AppendMessage(move(debugger, Request("goto", position=_position(words[0]))))
+                with progress.reporting(LldbReporter(debugger)):
+                    result.AppendMessage(move(debugger, Request("goto", position=_position(words[0]))))
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
         except LldbTraceError as error:
             result.SetError(str(error))

@@ -9,8 +9,10 @@ untouched.
 
 import lldb
 
+from .. import progress
 from ..capture import intel_pt_pmu
 from ..debugger import live_session, recording_plan, registry
+from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
 from . import history_stepping
 from .base import TidOptionCommand, TraceCommand, help_paragraphs
@@ -149,7 +151,8 @@ def _stepping(debugger, mode):
     def override(*argv):
         output = debugger.GetOutputFile()
         try:
-            text = _moved_or_recorded(debugger, argv, mode)
+            with progress.reporting(LldbReporter(debugger)):
+                text = _moved_or_recorded(debugger, argv, mode)
         except LldbTraceError as error:
             text, output = f"error: {error}\n", debugger.GetErrorFile()
         if text is None:

@@ -56,6 +56,7 @@ def _process_target(debugger, process_trace):
         for module in process.modules:
             if not target.AddModule(str(module.path), process.triple, module.build_id).IsValid():
                 raise TargetError(f"LLDB could not load module {module.path}")
+        _prepare(process_trace)
         _launch(debugger, target, key)
         _select_thread(target.GetProcess(), process_trace)
     except Exception:
@@ -63,6 +64,17 @@ def _process_target(debugger, process_trace):
         debugger.DeleteTarget(target)
         raise
     return target, key
+
+
+def _prepare(process_trace):
+    """Decode each thread and build its call forest (where it stopped and its frames there) before LLDB asks.
+
+    LLDB asks from its own thread, where an interrupt (Ctrl-C) could not undo the load; here it can.
+    """
+    for tid in process_trace.tids:
+        decoded = process_trace.decoded(tid)
+        if decoded is not None and decoded.instruction_count:
+            process_trace.call_forest(tid)
 
 
 def _launch(debugger, target, key):

@@ -10,7 +10,7 @@ A trace file that ends inside a packet ends with a gap that says it was
 truncated (truncation.py).
 """
 
-from .. import libipt
+from .. import libipt, progress
 from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
 from ..libipt.config import BLOCK_ENABLE_TICK_EVENTS, BLOCK_END_ON_CALL
 from .decoded_thread import DecodedPart
@@ -24,8 +24,10 @@ _LOST = "overflow: the trace lost the instructions that ran here"
 _EOS = -int(ErrorCode.EOS)
 
 
-def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, file_end=True):
+def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, file_end=True, task=None):
     """Decode all of ``trace`` into one DecodedPart; gap offsets are reported plus ``offset_base``.
+
+    ``task`` (a progress.Task) hears the trace offset reached (plus ``offset_base``) as decoding goes.
 
     With ``file_end``, the end of ``trace`` is the end of the thread's trace
     file, so a packet cut there marks the file truncated.  The ``expander``
@@ -35,7 +37,7 @@ def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, fi
     part = DecodedPart(offset_base)
     config = libipt.Config(trace, cpu, flags=DECODER_FLAGS)
     with libipt.BlockDecoder(config, image) as decoder:
-        _decode_all(decoder, part)
+        _decode_all(decoder, part, task or progress.QUIET, offset_base)
     cut = find_cut(trace) if file_end else None
     if cut is not None:
         part.end_truncated(cut, expander)
@@ -44,7 +46,7 @@ def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, fi
     return part
 
 
-def _decode_all(decoder, decoded):
+def _decode_all(decoder, decoded, task, offset_base):
     status = _sync(decoder, decoded)
     next_block = decoder.unchecked_next()
     block = decoder.raw_item
@@ -59,6 +61,7 @@ def _decode_all(decoder, decoded):
             pending += block_bytes
         decoded.add_raw_blocks(pending)
         pending.clear()
+        task.at(offset_base + decoder.offset)
         if status < 0:
             if status == _EOS:
                 return

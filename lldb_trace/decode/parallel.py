@@ -18,9 +18,10 @@ its end can be a truncated file's (a packet cut short).
 import contextlib
 import os
 import pickle
+import signal
 import struct
 
-from .. import libipt
+from .. import libipt, progress
 from ..libipt import LibiptError, StatusFlag
 from .decode_loop import decode_part
 from .decoded_thread import DecodedPart
@@ -80,16 +81,39 @@ def plan_pieces(trace, pieces):
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
 
 
-def decode_pieces(trace, cpu, image, expander, pieces):
-    """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently."""
+def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET):
+    """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently.
+
+    ``task`` hears the first piece's progress here, then each piece's end; if it is interrupted,
+    the children still decoding are killed.
+    """
     decoder = _PieceDecoder(trace, cpu, image, expander)
     cuts = _resumable_cuts(trace, cpu, plan_pieces(trace, pieces))
     bounds = [0, *cuts, len(trace)]
     jobs = [(bounds[k], bounds[k + 1], cuts.get(bounds[k + 1])) for k in range(len(bounds) - 1)]
     children = [decoder.fork(job) for job in jobs[1:]]
-    parts = [decoder.decode(jobs[0])]
-    parts += [decoder.collect(child, job) for child, job in zip(children, jobs[1:], strict=False)]
+    try:
+        parts = [decoder.decode(jobs[0], task)]
+        for k, (child, job) in enumerate(zip(children, jobs[1:], strict=False)):
+            parts.append(decoder.collect(child, job))
+            children[k] = None
+            task.at(job[1])
+    except BaseException:
+        for child in children:
+            _kill(child)
+        raise
     return parts
+
+
+def _kill(child):
+    if child is None:
+        return
+    pid, read_end = child
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.close(read_end)
 
 
 class _PieceDecoder:
@@ -98,11 +122,11 @@ class _PieceDecoder:
     def __init__(self, trace, cpu, image, expander):
         self.trace, self.cpu, self.image, self.expander = trace, cpu, image, expander
 
-    def decode(self, job):
+    def decode(self, job, task=progress.QUIET):
         start, end, next_ip = job
         piece = self.trace[start:end]
         at_file_end = end == len(self.trace)
-        part = decode_part(piece, self.cpu, self.image, self.expander, start, finish=False, file_end=at_file_end)
+        part = decode_part(piece, self.cpu, self.image, self.expander, start, False, at_file_end, task)
         if next_ip is not None:
             part.trim_overrun(next_ip, self.expander)
         part.finish()
@@ -118,6 +142,7 @@ class _PieceDecoder:
         if pid == 0:  # the child: decode, send, and leave without running any of the parent's cleanup
             status = 1
             try:
+                progress.use(None)  # only the parent may talk to the debugger
                 os.close(read_end)
                 data = pickle.dumps(self.decode(job), pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_end, "wb") as out:

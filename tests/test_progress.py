@@ -1,0 +1,146 @@
+"""Long work reports progress and stops on an interrupt, keeping nothing half-done (issue 17, item 4).
+
+An interrupt is simulated by a reporter that says "interrupt requested" after a number of checks:
+what matters is that the work stops where it checks, cleans up, and runs again to the same result.
+"""
+
+import json
+import os
+
+import pytest
+from conftest import ROOT
+
+from lldb_trace import progress
+from lldb_trace.bundle.loader import load_bundle
+from lldb_trace.decode import process_image
+from lldb_trace.decode.parallel import decode_pieces
+from lldb_trace.process_trace import ProcessTrace
+
+EXCEPTIONS = ROOT / "test_traces" / "history" / "exceptions"
+
+
+class Recorder:
+    """A reporter that logs what it is told and asks to stop at its ``stop_at``-th check."""
+
+    def __init__(self, stop_at=None):
+        self.stop_at, self.checks, self.log = stop_at, 0, []
+
+    def interrupt_requested(self):
+        self.checks += 1
+        return self.stop_at is not None and self.checks >= self.stop_at
+
+    def begin(self, title, total):
+        self.log.append(("begin", title, total))
+        return title
+
+    def advance(self, handle, done):
+        self.log.append(("advance", handle, done))
+
+    def end(self, handle):
+        self.log.append(("end", handle))
+
+
+def opened(workers=1):
+    bundle = load_bundle(EXCEPTIONS / "trace.json")
+    return ProcessTrace(bundle, bundle.processes[0], workers=workers)
+
+
+def test_a_decode_reports_its_progress_in_trace_bytes():
+    trace = opened()
+    tid = trace.tids[0]
+    reporter = Recorder()
+    with progress.reporting(reporter):
+        decoded = trace.decoded(tid)
+        trace.call_forest(tid)
+    size = len(trace.trace_bytes(tid))
+    assert reporter.log[0] == ("begin", f"Decoding the trace of thread {tid}", size)
+    advances = [done for kind, _, *done in reporter.log if kind == "advance"]
+    assert advances and advances == sorted(advances) and max(d[0] for d in advances) <= size
+    assert ("end", f"Decoding the trace of thread {tid}") in reporter.log
+    assert ("begin", f"Building the call tree of thread {tid}", 0) in reporter.log
+    assert decoded.instruction_count == 27877
+
+
+@pytest.mark.parametrize("stop_at", [1, 2])
+def test_an_interrupted_decode_keeps_nothing_and_runs_again(stop_at):
+    trace = opened()
+    tid = trace.tids[0]
+    with progress.reporting(Recorder(stop_at)), pytest.raises(progress.WorkInterruptedError) as raised:
+        trace.decoded(tid)
+    assert str(raised.value).startswith("interrupted: decoding the trace of thread")
+    assert trace.decoded_if_done(tid) is None
+    assert trace.decoded(tid).instruction_count == opened().decoded(tid).instruction_count
+
+
+def test_an_interrupted_parallel_decode_leaves_no_child_behind():
+    trace = opened()
+    tid = trace.tids[0]
+    data = trace.trace_bytes(tid)
+    reporter = Recorder(stop_at=2)  # the first check is the task's start
+    image = process_image(trace.process)
+    with (
+        progress.reporting(reporter),
+        pytest.raises(progress.WorkInterruptedError),
+        progress.task("pieces", len(data)) as task,
+    ):
+        decode_pieces(data, trace.cpu, image, trace.expander, 4, task)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every child was killed and reaped
+
+
+def test_without_a_reporter_nothing_is_asked():
+    assert progress.use(None) is None
+    with progress.task("quiet", 10) as task:
+        task.at(5)
+
+
+def progress_events(listener, lldb):
+    """``(title, completed, total)`` of every progress event the listener got."""
+    events, event = [], lldb.SBEvent()
+    while listener.GetNextEvent(event):
+        data = lldb.SBDebugger.GetProgressDataFromEvent(event)
+        stream = lldb.SBStream()
+        if data.IsValid() and data.GetAsJSON(stream).Success():
+            found = json.loads(stream.GetData())
+            events.append((found["title"], found["completed"], found["total"]))
+    return events
+
+
+def test_lldb_shows_the_decode_with_its_progress_api(tmp_path):
+    lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        listener = lldb.SBListener("lldb_trace progress")
+        session.debugger.GetBroadcaster().AddListener(listener, 0xFFFFFFFF)  # SBProgress: "external" progress
+        session.ok(f"pt load {EXCEPTIONS / 'trace.json'}")
+        tid = session.target.GetProcess().GetSelectedThread().GetThreadID()
+        decoding = [e for e in progress_events(listener, lldb) if e[0] == f"Decoding the trace of thread {tid}"]
+        size = (EXCEPTIONS / "traces" / f"{tid}.intelpt_trace").stat().st_size
+        assert decoding[0][1:] == (0, size) and decoding[-1][1:] == (size, size)
+    finally:
+        session.close()
+
+
+def test_an_interrupted_load_leaves_no_target_and_loads_again(tmp_path, monkeypatch):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    from lldb_trace.debugger import progress_reporter
+
+    checks = []
+    monkeypatch.setattr(
+        progress_reporter.LldbReporter, "interrupt_requested", lambda self: checks.append(1) or len(checks) >= 2
+    )
+    session = Session(tmp_path)
+    try:
+        result = session.handle(f"pt load {EXCEPTIONS / 'trace.json'}")
+        assert not result.Succeeded() and session.debugger.GetNumTargets() == 0
+        assert result.GetError().startswith("error: interrupted: decoding the trace of thread")
+        assert result.GetError().count("\n") == 1
+        monkeypatch.undo()
+        session.ok(f"pt load {EXCEPTIONS / 'trace.json'}")
+        assert "the_end" in session.ok("bt")
+    finally:
+        session.close()
