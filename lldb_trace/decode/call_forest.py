@@ -21,26 +21,31 @@ from .forest_builder import ASYNCHRONOUS, LAZY_BINDING, LEFT_NON_LOCALLY, TAIL_C
 class CallForest:
     """The trees of a thread's calls, one per stretch between gaps."""
 
-    def __init__(self, decoded, expander, functions, plt=None):
-        built = forest_builder.build(decoded, expander, functions, plt if plt else None)
-        count = len(built.first)
-        tree = np.frombuffer(built.tree, dtype=np.int32) if count else np.zeros(0, np.int32)
-        lowest = np.array(built.tree_levels, dtype=np.int32)
-        depth = (np.frombuffer(built.level, dtype=np.int32) - lowest[tree]) if count else np.zeros(0, np.int32)
-        first = np.frombuffer(built.first, dtype=np.int64) if count else np.zeros(0, np.int64)
-        order = np.lexsort((depth, first))
-        rank = np.empty(count, dtype=np.int64)
-        rank[order] = np.arange(count)
+    def __init__(self, decoded, expander, functions, plt=None, shortest_run=forest_builder.SHORTEST_RUN):
+        built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run)
+        tree = _column(built, "tree", np.int32)
+        depth = _column(built, "level", np.int32) - np.array(built.tree_levels, dtype=np.int32)[tree]
+        del tree
+        first = _column(built, "first", np.int32)
+        order = None if _in_order(first, depth) else np.lexsort((depth, first))  # built in order, but for a few
         index_type = np.int32 if decoded.item_count < 2**31 else np.int64
-        self.first = first[order].astype(index_type)
-        self.last = np.frombuffer(built.last, dtype=np.int64)[order].astype(index_type) if count else self.first
-        parent = np.frombuffer(built.parent, dtype=np.int32)[order] if count else np.zeros(0, np.int32)
-        self.parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1).astype(np.int32)
-        self.depth = depth[order]
-        self.entry = np.frombuffer(built.entry, dtype=np.uint64)[order] if count else np.zeros(0, np.uint64)
-        self.extra = np.frombuffer(built.extra, dtype=np.uint64)[order] if count else np.zeros(0, np.uint64)
-        self.flags = np.frombuffer(built.flags, dtype=np.uint8)[order] if count else np.zeros(0, np.uint8)
-        self._call_items = {int(rank[node]): item for node, item in built.call_items.items()}
+        self.first = _sorted(first, order, index_type)
+        del first
+        self.last = _sorted(_column(built, "last", np.int32), order, index_type)
+        self.depth = _sorted(depth, order, np.int32)
+        del depth
+        self.entry = _sorted(_column(built, "entry", np.uint64), order, np.uint64)
+        self.extra = _sorted(_column(built, "extra", np.uint64), order, np.uint64)
+        self.flags = _sorted(_column(built, "flags", np.uint8), order, np.uint8)
+        parent = _column(built, "parent", np.int32)
+        if order is None:
+            self.parent, self._call_items = parent.copy(), dict(built.call_items)
+        else:
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            parent = parent[order]
+            self.parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1).astype(np.int32)
+            self._call_items = {int(rank[node]): item for node, item in built.call_items.items()}
         self._calls = _Calls(self)
 
     def __len__(self):
@@ -90,6 +95,24 @@ class CallForest:
         """The rows of the calls ``row`` made, in order."""
         end = _next_after(self, row)
         return (np.flatnonzero(self.parent[row + 1 : end] == row) + row + 1).tolist()
+
+
+def _column(built, name, dtype):
+    """A column of the built ForestArrays as numpy values (a view); ``built`` lets go of it, to free it sooner."""
+    values = getattr(built, name)
+    setattr(built, name, None)
+    return np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, dtype=dtype)
+
+
+def _in_order(first, depth):
+    """Are the rows already in execution order (by first item, callers before callees)?"""
+    later, same = first[1:] > first[:-1], first[1:] == first[:-1]
+    return bool(np.all(later | (same & (depth[1:] >= depth[:-1]))))
+
+
+def _sorted(values, order, dtype):
+    """``values`` in ``order`` (None: as they are) as a new array of ``dtype``."""
+    return (values if order is None else values[order]).astype(dtype)
 
 
 def _next_after(forest, row):

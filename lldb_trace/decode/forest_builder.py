@@ -38,11 +38,14 @@ from array import array
 
 import numpy as np
 
-from ..libipt import EventType, InsnClass
+from ..libipt import EventType
 from ..x86.instructions import Transfer
+from .branches import CALL, JUMP, RETURN, PartBranches
+from .regular_runs import CHUNK, PartRows, RegularRuns
 
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
-_CALL, _RETURN, _JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.JUMP)
+_CALL, _RETURN, _JUMP = CALL, RETURN, JUMP
+SHORTEST_RUN = 32  # shorter runs cost less visited one by one than with a dozen numpy calls
 _NOT_RESOLVING, _IN_STUB, _IN_RESOLVER = 0, 1, 2
 _DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
 
@@ -50,8 +53,8 @@ _DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
 class ForestArrays:
     """The nodes as built, in creation order: what CallForest sorts and keeps."""
 
-    def __init__(self):
-        self.first, self.last = array("q"), array("q")
+    def __init__(self, wide):
+        self.first, self.last = (array("q"), array("q")) if wide else (array("i"), array("i"))  # item indices
         self.parent, self.level, self.tree = array("i"), array("i"), array("i")
         self.entry, self.extra = array("Q"), array("Q")  # extra: the stub (PLT calls), the resume address (ASYNC)
         self.flags = array("B")
@@ -60,9 +63,13 @@ class ForestArrays:
         self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
 
 
-def build(decoded, expander, functions, plt):
-    """ForestArrays of ``decoded``; ``functions`` is a FunctionRanges, ``plt`` the PltSections (or None)."""
-    builder = _Builder(decoded, expander, functions, plt)
+def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN):
+    """ForestArrays of ``decoded``; ``functions`` is a FunctionRanges, ``plt`` the PltSections (or None).
+
+    Runs of at least ``shortest_run`` regular branches are built in bulk (regular_runs.py); None visits
+    every branch one by one: the reference the bulk build must match exactly.
+    """
+    builder = _Builder(decoded, expander, functions, plt, shortest_run)
     parts = decoded.parts
     for k, part in enumerate(parts):
         builder.part(part, decoded.part_starts[k], _first_ip(parts[k + 1]) if k + 1 < len(parts) else None)
@@ -78,9 +85,9 @@ def _first_ip(part):
 
 
 class _Builder:
-    def __init__(self, decoded, expander, functions, plt):
-        self.expander, self.functions, self.plt = expander, functions, plt
-        self.nodes = ForestArrays()
+    def __init__(self, decoded, expander, functions, plt, shortest_run):
+        self.expander, self.functions, self.plt, self.shortest_run = expander, functions, plt, shortest_run
+        self.nodes = ForestArrays(decoded.item_count >= 2**31)
         # The open frames, innermost last: node, return address, the pc of the frame below while it is
         # open (its call instruction; for an asynchronous frame, where the interrupted code resumes), PLT state.
         self.stack, self.returns, self.call_sites, self.states = [], [], [], []
@@ -132,56 +139,77 @@ class _Builder:
 
     def part(self, part, base, next_ip):
         """Visit one part's branches; ``next_ip`` is where the next part starts (a last branch's target)."""
-        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
         self.row_facts = {}  # rows are numbered per part
-        if not len(entries):
+        if not part.entries:
             return
-        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries].astype(np.int64)
-        gaps = sizes == 0
-        sizes[gaps] = 1
-        ends = np.cumsum(sizes) + (base - 1)  # each entry's last item
-        classes = np.frombuffer(part.row_classes, dtype=np.uint8)[entries]
-        wanted = (classes != 0) | gaps
-        tail_rows = self._rows_with_tail_jumps(part)
-        if tail_rows:
-            wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
-        ips, count = part.block_ips, len(entries)
-        self._stops_after_far_transfers(part, base, entries, ends, gaps)
-        if not self.stack and not gaps[0]:
-            self.open(base, ips[entries[0]], None, None)  # the trace (or a part after a gap) starts a tree
-        for position in np.flatnonzero(wanted).tolist():
-            row, last = int(entries[position]), int(ends[position])
-            following = position + 1 < count and not gaps[position + 1]
-            if gaps[position]:
-                self.events_until(last)
-                self.close_all(last - 1)
-                if following:
-                    self.open(last + 1, ips[entries[position + 1]], None, None)
-                continue
-            first = last - int(sizes[position]) + 1
-            self.events_until(first)
-            if row in tail_rows:
-                for offset, target in self._row(row, part)[2]:
-                    self.tail_call(first + offset, target)
-            at_end = position + 1 == count
-            target = ips[entries[position + 1]] if following else (next_ip if at_end else None)
-            if last + 1 in self.stopped_at:
-                target = None  # tracing stopped right after the branch: where it went is unknown
-            iclass = int(classes[position])
-            if iclass == _CALL:
-                self.call(row, part, last, target)
-            elif iclass == _RETURN:
-                self.ret(last, target, row, part)
-            elif iclass == _JUMP:
-                self.jump(row, part, last, target)
+        branches = PartBranches(part, base, next_ip, self._rows_with_tail_jumps(part))
+        self._stops_after_far_transfers(branches)
+        if not self.stack and not branches.gaps[0]:
+            self.open(
+                base, part.block_ips[branches.entries[0]], None, None
+            )  # the trace (or a part after a gap) starts a tree
+        if self.shortest_run is None:
+            self.visit(branches, 0, len(branches.positions))
+        else:
+            self._visit_runs(branches)
         self.events_until(base + part.item_count)
 
-    def _stops_after_far_transfers(self, part, base, entries, ends, gaps):
+    def _visit_runs(self, branches):
+        """Visit the irregular branches and short runs one by one; add the long runs' frames in bulk."""
+        rows, count, done = PartRows(self, branches), len(branches.positions), 0
+        for low in range(0, count, CHUNK):
+            runs = RegularRuns(self, branches, rows, low, min(low + CHUNK, count))
+            for start, stop in runs.bounds:
+                self.visit(branches, done, start)
+                if self.stack and (self.states[-1] or stop - start < self.shortest_run):
+                    self.visit(branches, start, stop)  # the innermost frame is still following a PLT stub
+                elif self.stack:
+                    runs.add(start, stop)
+                done = stop
+        self.visit(branches, done, count)
+
+    def visit(self, branches, start, stop):
+        """Visit the branches ``start``..``stop`` (numbers among the part's positions to visit), in order."""
+        for position in branches.positions[start:stop].tolist():
+            self._branch(branches, position)
+
+    def _branch(self, branches, position):
+        entries, ips = branches.entries, branches.ips
+        row, last = int(entries[position]), int(branches.ends[position])
+        following = branches.following(position)
+        if branches.gaps[position]:
+            self.events_until(last)
+            self.close_all(last - 1)
+            if following:
+                self.open(last + 1, ips[entries[position + 1]], None, None)
+            return
+        first = last - int(branches.sizes[position]) + 1
+        self.events_until(first)
+        part = branches.part
+        if row in branches.tail_rows:
+            for offset, target in self._row(row, part)[2]:
+                self.tail_call(first + offset, target)
+        at_end = position + 1 == branches.count
+        target = ips[entries[position + 1]] if following else (branches.next_ip if at_end else None)
+        if last + 1 in self.stopped_at:
+            target = None  # tracing stopped right after the branch: where it went is unknown
+        iclass = int(branches.classes[position])
+        if iclass == _CALL:
+            self.call(row, part, last, target)
+        elif iclass == _RETURN:
+            self.ret(last, target, row, part)
+        elif iclass == _JUMP:
+            self.jump(row, part, last, target)
+
+    def _stops_after_far_transfers(self, branches):
         """Where tracing stopped for a disable with no address (a syscall): right after the instruction before it."""
-        for index in [i for i, ip in self.stopped_at.items() if ip is None and base < i <= base + part.item_count]:
+        base, ends = branches.base, branches.ends
+        for index in [
+            i for i, ip in self.stopped_at.items() if ip is None and base < i <= base + branches.part.item_count
+        ]:
             position = int(np.searchsorted(ends, index - 1))
-            if position < len(ends) and ends[position] == index - 1 and not gaps[position]:
-                address, size, _ = self._row(int(entries[position]), part)
+            if position < len(ends) and ends[position] == index - 1 and not branches.gaps[position]:
+                address, size, _ = self._row(int(branches.entries[position]), branches.part)
                 self.stopped_at[index] = address + size
 
     def events_until(self, item):
