@@ -35,11 +35,14 @@ class CallForest:
         self.depth = _sorted(depth, order, np.int32)
         del depth
         self.entry = _sorted(_column(built, "entry", np.uint64), order, np.uint64)
-        self.extra = _sorted(_column(built, "extra", np.uint64), order, np.uint64)
+        self.extra = np.zeros(len(self.first), dtype=np.uint64)
+        self.extra[np.fromiter(built.extra, dtype=np.int64, count=len(built.extra))] = list(built.extra.values())
+        if order is not None:
+            self.extra = self.extra[order]
         self.flags = _sorted(_column(built, "flags", np.uint8), order, np.uint8)
         parent = _column(built, "parent", np.int32)
         if order is None:
-            self.parent, self._call_items = parent.copy(), dict(built.call_items)
+            self.parent, self._call_items = parent, dict(built.call_items)
         else:
             rank = np.empty(len(order), dtype=np.int64)
             rank[order] = np.arange(len(order))
@@ -98,7 +101,8 @@ class CallForest:
 
 
 def _column(built, name, dtype):
-    """A column of the built ForestArrays as numpy values (a view); ``built`` lets go of it, to free it sooner."""
+    """A column of the built ForestArrays as numpy values (a view, which may become the forest's own column);
+    ``built`` lets go of it, so that a column that is copied is freed as soon as the copy is made."""
     values = getattr(built, name)
     setattr(built, name, None)
     return np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, dtype=dtype)
@@ -111,8 +115,8 @@ def _in_order(first, depth):
 
 
 def _sorted(values, order, dtype):
-    """``values`` in ``order`` (None: as they are) as a new array of ``dtype``."""
-    return (values if order is None else values[order]).astype(dtype)
+    """``values`` in ``order`` (None: as they are, not copied if already of ``dtype``) as an array of ``dtype``."""
+    return (values if order is None else values[order]).astype(dtype, copy=False)
 
 
 def _next_after(forest, row):

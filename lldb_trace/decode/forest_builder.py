@@ -40,8 +40,8 @@ import numpy as np
 
 from ..libipt import EventType
 from ..x86.instructions import Transfer
+from . import regular_runs
 from .branches import CALL, JUMP, RETURN, PartBranches
-from .regular_runs import CHUNK, PartRows, RegularRuns
 
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
 _CALL, _RETURN, _JUMP = CALL, RETURN, JUMP
@@ -56,7 +56,8 @@ class ForestArrays:
     def __init__(self, wide):
         self.first, self.last = (array("q"), array("q")) if wide else (array("i"), array("i"))  # item indices
         self.parent, self.level, self.tree = array("i"), array("i"), array("i")
-        self.entry, self.extra = array("Q"), array("Q")  # extra: the stub (PLT calls), the resume address (ASYNC)
+        self.entry = array("Q")
+        self.extra = {}  # node -> the stub (PLT calls) or the resume address (ASYNC): few nodes have one
         self.flags = array("B")
         # node -> item of its call instruction, where it is not first - 1 (tail calls; None: a switched frame)
         self.call_items = {}
@@ -114,7 +115,8 @@ class _Builder:
         nodes.level.append(nodes.level[parent] + 1 if parent >= 0 else 0)
         nodes.tree.append(len(nodes.tree_levels) - 1)
         nodes.entry.append(entry or 0)
-        nodes.extra.append(extra)
+        if extra:
+            nodes.extra[node] = extra
         nodes.flags.append(flags)
         self.stack.append(node)
         self.returns.append(return_address)
@@ -144,10 +146,8 @@ class _Builder:
             return
         branches = PartBranches(part, base, next_ip, self._rows_with_tail_jumps(part))
         self._stops_after_far_transfers(branches)
-        if not self.stack and not branches.gaps[0]:
-            self.open(
-                base, part.block_ips[branches.entries[0]], None, None
-            )  # the trace (or a part after a gap) starts a tree
+        if not self.stack and not branches.gaps[0]:  # the trace (or a part after a gap) starts a tree
+            self.open(base, part.block_ips[branches.entries[0]], None, None)
         if self.shortest_run is None:
             self.visit(branches, 0, len(branches.positions))
         else:
@@ -156,9 +156,9 @@ class _Builder:
 
     def _visit_runs(self, branches):
         """Visit the irregular branches and short runs one by one; add the long runs' frames in bulk."""
-        rows, count, done = PartRows(self, branches), len(branches.positions), 0
-        for low in range(0, count, CHUNK):
-            runs = RegularRuns(self, branches, rows, low, min(low + CHUNK, count))
+        rows, count, done = regular_runs.PartRows(self, branches), len(branches.positions), 0
+        for low in range(0, count, regular_runs.CHUNK):
+            runs = regular_runs.RegularRuns(self, branches, rows, low, min(low + regular_runs.CHUNK, count))
             for start, stop in runs.bounds:
                 self.visit(branches, done, start)
                 if self.stack and (self.states[-1] or stop - start < self.shortest_run):
@@ -321,7 +321,6 @@ class _Builder:
         nodes.level.append(level)
         nodes.tree.append(tree)
         nodes.entry.append(target or 0)  # named by where the return went
-        nodes.extra.append(0)
         nodes.flags.append(UNTRACED_START)
         nodes.parent[node] = caller
         nodes.tree_levels[tree] = min(nodes.tree_levels[tree], level)

@@ -1,0 +1,42 @@
+"""The entries of one decoded part that can change frames, as numpy columns.
+
+Blocks end at every call, return and indirect jump, so the storage already
+says where each of them is: numpy picks those entries (and the gaps, and the
+blocks that hold a direct jump into another function) out of millions.  Both
+ways of building the forest read them from here: the reference visit, one
+entry at a time, and the runs built in bulk (regular_runs.py), which read
+the columns for all of them at once.
+"""
+
+import numpy as np
+
+from ..libipt import InsnClass
+
+CALL, RETURN, JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.JUMP)
+
+
+class PartBranches:
+    """One part's entries as columns (``entries``, ``sizes``, ``ends``...), and ``positions``: the ones to visit.
+
+    Item indices are absolute (``base`` added); a gap counts as one item.  ``tail_rows`` are the rows
+    (distinct blocks) holding a tail jump before their last instruction.
+    """
+
+    def __init__(self, part, base, next_ip, tail_rows):
+        self.part, self.base, self.next_ip, self.tail_rows = part, base, next_ip, tail_rows
+        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
+        self.entries, self.count, self.ips = entries, len(entries), part.block_ips
+        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries]
+        self.gaps = sizes == 0
+        sizes[self.gaps] = 1
+        self.sizes = sizes
+        self.ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each entry's last item
+        self.classes = np.frombuffer(part.row_classes, dtype=np.uint8)[entries]
+        wanted = (self.classes != 0) | self.gaps
+        if tail_rows:
+            wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
+        self.positions = np.flatnonzero(wanted).astype(np.int32 if self.count < 2**31 else np.int64)
+
+    def following(self, position):
+        """Is entry ``position`` followed by a block (not a gap, not the part's end)?"""
+        return position + 1 < self.count and not self.gaps[position + 1]

@@ -1,0 +1,199 @@
+"""Runs of regular branches, built in bulk with numpy instead of one Python visit each.
+
+Most of a long trace is regular: a call opens a frame, the matching return
+lands at that call's return address, jumps stay inside their function, and
+nothing else happens in between.  Visiting a million such calls one by one
+costs seconds; their frames follow from the branch sequence alone: depth is a
+running sum of +1 per call and -1 per return, a return closes the call it
+pairs with at the same depth, and a call's parent is the latest call one
+level up.  Everything else is irregular and left to the reference visit
+(forest_builder.py), which alone knows the open frames: gaps, branches near a
+change of tracing (an event), blocks holding a tail jump, calls into a PLT
+stub, jumps that may leave their function, and returns that land elsewhere
+than their call's return address or close a frame opened before the run.  A
+run is a stretch of regular branches between irregular ones; starting from
+whatever frame is innermost there, it opens a frame per call, closes the
+paired ones and leaves the unpaired ones open, exactly as the visit would.
+"""
+
+import numpy as np
+
+from .branches import CALL, JUMP, RETURN
+
+CHUNK = 1 << 16  # branches judged at once, bounding the temporaries; a run cut at a chunk's end is visited there
+
+
+class PartRows:
+    """What the runs need to know of one part's rows (distinct blocks), found once per part."""
+
+    def __init__(self, builder, branches):
+        count, ips = len(branches.ips), branches.ips
+        self.ips = np.frombuffer(ips, dtype=np.uint64)
+        self.tail = np.zeros(count, dtype=bool)
+        self.tail[list(branches.tail_rows)] = True
+        self.stub = np.zeros(count, dtype=bool)  # a PLT stub's: a call to it is followed to its function
+        if builder.plt is not None:
+            self.stub[[row for row in range(count) if builder.plt.contains(ips[row])]] = True
+        self.returns = np.zeros(count, dtype=np.uint64)  # a call's return address
+        for row in np.flatnonzero(np.frombuffer(branches.part.row_classes, dtype=np.uint8) == CALL).tolist():
+            site, size, _ = builder._row(row, branches.part)
+            self.returns[row] = site + size
+        self.jumps = {}  # (row, target row) -> does a jump from that block there stay inside its function?
+
+
+class RegularRuns:
+    """The regular runs among branches ``low``..``high`` of a part (``bounds``: ``(start, stop)``, in visit order).
+
+    Branches are numbered by their place among the part's positions to visit.
+    """
+
+    def __init__(self, builder, branches, rows, low, high):
+        self.builder, self.branches = builder, branches
+        positions = branches.positions[low:high]
+        classes = branches.classes[positions]
+        self.rows = branches.entries[positions]
+        next_rows = branches.entries[np.minimum(positions + 1, branches.count - 1)]
+        irregular = (classes != CALL) & (classes != RETURN) & (classes != JUMP)
+        irregular |= _unfollowed(branches, positions) | rows.tail[self.rows]
+        irregular[_near_events(builder, branches, low, high)] = True
+        irregular |= (classes == CALL) & rows.stub[next_rows]
+        irregular[self._leaving_jumps(rows, classes, next_rows, irregular)] = True
+        steps = (classes == CALL).view(np.int8) - (classes == RETURN).view(np.int8)
+        while True:
+            regular = ~irregular
+            moving, levels, (opens, closes) = _pairs(steps, regular)
+            good = rows.ips[next_rows[moving[closes]]] == rows.returns[self.rows[moving[opens]]]
+            wrong = regular & (steps < 0)  # landing elsewhere than their call's return, or closing no call of the run
+            wrong[moving[closes[good]]] = False
+            if not wrong.any():
+                break
+            irregular |= wrong
+        self.bounds = [(start + low, stop + low) for start, stop in _bounds(regular)]
+        ends = branches.ends[positions[moving]]
+        closed = np.full(len(moving), -1, dtype=np.int64)
+        closed[opens] = ends[closes]
+        opening = steps[moving] > 0
+        self.calls = moving[opening]  # per regular call: its number (from low), its frame's items, level, parent
+        self.first, self.last, self.levels = ends[opening] + 1, closed[opening], levels[opening]
+        self.entries = rows.ips[next_rows[self.calls]]
+        self.parents = _parents(self.levels)
+        self.calls += low
+
+    def add(self, start, stop):
+        """Open and close the frames of the run ``start``..``stop`` above the innermost frame, as a visit would."""
+        builder, branches = self.builder, self.branches
+        low, high = np.searchsorted(self.calls, (start, stop)).tolist()
+        if low == high:
+            return  # only jumps inside their function
+        nodes, below = builder.nodes, builder.stack[-1]
+        node, count, parents = len(nodes.first), high - low, self.parents[low:high]
+        _append(nodes.first, self.first[low:high])
+        _append(nodes.last, self.last[low:high])
+        _append(nodes.parent, np.where(parents >= 0, parents - low + node, below))
+        _append(nodes.level, self.levels[low:high] + (nodes.level[below] + 1))
+        _append(nodes.tree, np.full(count, len(nodes.tree_levels) - 1))
+        _append(nodes.entry, self.entries[low:high])
+        nodes.flags.frombytes(bytes(count))
+        for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
+            site, size, _ = builder._row(int(branches.entries[branches.positions[self.calls[low + k]]]), branches.part)
+            builder.stack.append(node + k)
+            builder.returns.append(site + size)
+            builder.call_sites.append(site)
+            builder.states.append(0)
+
+    def _leaving_jumps(self, rows, classes, next_rows, irregular):
+        """Jumps that may leave their function (a tail call, a longjmp); each (block, target) is judged once a part."""
+        jumps = np.flatnonzero((classes == JUMP) & ~irregular)
+        if not len(jumps):
+            return jumps
+        width = len(rows.ips)
+        kinds, which = np.unique(self.rows[jumps] * np.int64(width) + next_rows[jumps], return_inverse=True)
+        stays = [self._stays(rows, *divmod(kind, width)) for kind in kinds.tolist()]
+        return jumps[~np.array(stays, dtype=bool)[which.ravel()]]
+
+    def _stays(self, rows, row, target_row):
+        found = rows.jumps.get((row, target_row))
+        if found is None:
+            builder = self.builder
+            address, target = builder._row(row, self.branches.part)[0], self.branches.ips[target_row]
+            there = builder.functions.containing(target)
+            inside = there is None or there == builder.functions.containing(address)
+            found = rows.jumps[row, target_row] = inside and not builder._into_stub(address, target)
+        return found
+
+
+def _near_events(builder, branches, low, high):
+    """Branches ``low``..``high`` (numbered from ``low``) with a resumption of tracing since the branch before,
+    or right after an event: never regular, so that the visit handles every event in its place."""
+    ends, sizes, positions = branches.ends, branches.sizes, branches.positions[low:high]
+    since = int(ends[branches.positions[low - 1]] - sizes[branches.positions[low - 1]]) + 1 if low else -1
+    until = int(ends[positions[-1]]) + 1
+    resumed = np.array(sorted(i for i in builder.resumed_at if since < i <= until), dtype=np.int64)
+    holding = np.searchsorted(ends, resumed)  # the entry holding the item the resumption comes before
+    inside = holding < len(ends)
+    holding[inside] += ends[holding[inside]] - sizes[holding[inside]] + 1 < resumed[inside]  # not its first item
+    either = set(builder.resumed_at) | set(builder.stopped_at)
+    stopped = np.array(sorted(i - 1 for i in either if since < i <= until), dtype=np.int64)
+    followed = np.searchsorted(ends, stopped)  # the entry an event follows
+    found = np.searchsorted(positions, np.concatenate((holding, followed)))
+    return found[found < len(positions)]
+
+
+def _unfollowed(branches, positions):
+    """Branches that are gaps, or that no block follows (a gap next, or the part's end)."""
+    gaps = branches.gaps
+    return gaps[positions] | gaps[np.minimum(positions + 1, branches.count - 1)] | (positions + 1 == branches.count)
+
+
+def _append(column, values):
+    """Append numpy ``values`` to an array.array ``column``, converted to its item type."""
+    kind = {"q": np.int64, "i": np.int32, "Q": np.uint64}[column.typecode]
+    column.frombytes(memoryview(np.ascontiguousarray(values, dtype=kind)).cast("B"))
+
+
+def _pairs(steps, regular):
+    """The regular calls and returns, their levels, and which of them ``(opens, closes)`` pair up.
+
+    A level is the depth below the run's first frame (a call's before it, a return's after it); a
+    return pairs with the call just before it among those of its run and level, in order of position.
+    """
+    runs = np.cumsum(regular & ~np.concatenate(([False], regular[:-1])), dtype=np.int32)
+    moving = np.flatnonzero(regular & (steps != 0))
+    steps, runs = steps[moving], runs[moving]
+    depth = np.cumsum(steps, dtype=np.int32)
+    heads = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1]))) if len(runs) else moving
+    restart = np.zeros(len(steps), dtype=np.int32)
+    restart[heads] = np.diff(depth[heads] - steps[heads], prepend=0)  # each run starts at depth 0
+    depth -= np.cumsum(restart, dtype=np.int32)
+    levels = depth - (steps > 0)
+    order = _stable_order(levels)
+    level, run, opening = levels[order], runs[order], steps[order] > 0
+    closing = np.flatnonzero(opening[:-1] & ~opening[1:] & (level[1:] == level[:-1]) & (run[1:] == run[:-1])) + 1
+    return moving, levels, (order[closing - 1], order[closing])
+
+
+def _stable_order(levels):
+    """A stable argsort of small integers (numpy sorts 16-bit keys by radix)."""
+    if not len(levels):
+        return np.zeros(0, dtype=np.int64)
+    low = int(levels.min())
+    if int(levels.max()) - low < 1 << 16:
+        return np.argsort((levels - low).astype(np.uint16), kind="stable")
+    return np.argsort(levels, kind="stable")
+
+
+def _parents(levels):
+    """Per call: the number of the call it is made from (the latest one level up), -1 for the run's first frame."""
+    if not len(levels):
+        return np.zeros(0, dtype=np.int64)
+    order = _stable_order(levels)
+    width = np.int64(len(levels))
+    keys = levels[order] * width + order
+    found = np.searchsorted(keys, (levels - 1) * width + np.arange(len(levels))) - 1
+    return np.where(levels > 0, order[np.maximum(found, 0)], -1)
+
+
+def _bounds(regular):
+    """The ``(start, stop)`` of every stretch of regular branches."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], regular.view(np.int8), [0]))))
+    return list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))

@@ -1,0 +1,150 @@
+"""The call forest built in bulk (regular_runs.py) is the one-branch-at-a-time visit's, column for column.
+
+The visit is the reference: it follows every irregular case (PLT stubs and lazy binding, tail
+calls, longjmp, signal handlers, swapcontext, untraced callees, gaps, untraced callers).  The bulk
+build must give the same rows on every committed bundle, with every run of regular branches built
+in bulk (shortest run 1), at the default threshold, and with the branches judged a few at a time
+(runs cut at every seam), and on forest_mix.c, a program that mixes all of those cases into long
+regular stretches: recorded and decoded whole and in pieces, and recorded live (where its clock
+reads run untraced in the vdso).
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+import lldb_trace.api as api
+from lldb_trace.bundle.loader import load_bundle
+from lldb_trace.decode import DecodedThread, process_image, regular_runs
+from lldb_trace.decode.call_forest import CallForest
+from lldb_trace.decode.forest_builder import (
+    ASYNCHRONOUS,
+    LAZY_BINDING,
+    LEFT_NON_LOCALLY,
+    SHORTEST_RUN,
+    SWITCHED,
+    TAIL_CALL,
+    UNTRACED_START,
+)
+from lldb_trace.decode.parallel import decode_pieces
+from lldb_trace.decode.plt import PltSections
+from lldb_trace.process_trace import ProcessTrace
+
+COLUMNS = ("first", "last", "parent", "depth", "entry", "extra", "flags")
+BUNDLES = sorted(path.parent for path in (ROOT / "test_traces").rglob("trace.json"))
+SOURCE = ROOT / "test_traces" / "src" / "forest_mix.c"
+LIBRARY = ROOT / "test_traces" / "src" / "forest_mix_lib.c"
+EVERY_KIND = (UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED)
+
+
+def rows(forest):
+    """Everything a forest says: its columns and each row's call item."""
+    return {name: getattr(forest, name) for name in COLUMNS} | {
+        "call items": [forest.call_item(row) for row in range(len(forest))]
+    }
+
+
+def assert_built_alike(decoded, expander, functions, plt):
+    """The bulk builds equal the reference visit; returns the reference forest."""
+    reference = CallForest(decoded, expander, functions, plt, shortest_run=None)
+    expected = rows(reference)
+    for shortest_run, chunk in ((1, regular_runs.CHUNK), (SHORTEST_RUN, regular_runs.CHUNK), (1, 5)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(regular_runs, "CHUNK", chunk)
+            built = rows(CallForest(decoded, expander, functions, plt, shortest_run=shortest_run))
+        for name in COLUMNS:
+            assert built[name].dtype == expected[name].dtype, (name, shortest_run, chunk)
+            assert np.array_equal(built[name], expected[name]), (name, shortest_run, chunk)
+        assert built["call items"] == expected["call items"], (shortest_run, chunk)
+    return reference
+
+
+def build_library(directory):
+    """forest_mix_lib.c as a shared library without unwind tables; the flags that link forest_mix.c with it."""
+    flags = ["-shared", "-fPIC", "-O0", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"]
+    subprocess.run(["gcc", *flags, "-o", str(directory / "libforest_mix_lib.so"), str(LIBRARY)], check=True)
+    return ["-Wl,-z,lazy", f"-L{directory}", "-Wl,--no-as-needed", "-lforest_mix_lib", f"-Wl,-rpath,{directory}"]
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda path: str(path.relative_to(ROOT / "test_traces")))
+def test_every_committed_bundle_builds_alike(bundle):
+    for thread in api.open_bundle(bundle).threads:
+        trace = thread.process_trace
+        decoded = trace.decoded(thread.tid)
+        if decoded is not None:
+            assert_built_alike(decoded, trace.expander, trace.functions, PltSections(trace.process.modules))
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """forest_mix.c recorded from main to finished(), with an overflow injected half-way (a gap)."""
+    directory = tmp_path_factory.mktemp("forest_mix")
+    program = directory / "forest_mix"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(program), str(SOURCE), *build_library(directory)], check=True)
+    bundle = directory / "bundle"
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(bundle), "--psb-period", "256"]
+    options = ["--until", "finished", "--overflow-at", "30000", "--overflow-lost", "200"]
+    subprocess.run([*command, *options, "--", str(program)], check=True, capture_output=True)
+    return bundle / "trace.json"
+
+
+@pytest.fixture
+def bulk_frames(monkeypatch):
+    """How many frames the runs added in bulk (a list that fills as forests are built)."""
+    added, add = [], regular_runs.RegularRuns.add
+
+    def counted(runs, start, stop):
+        before = len(runs.builder.nodes.first)
+        add(runs, start, stop)
+        added.append(len(runs.builder.nodes.first) - before)
+
+    monkeypatch.setattr(regular_runs.RegularRuns, "add", counted)
+    return added
+
+
+def test_a_generated_trace_builds_alike_whole_and_in_pieces(mixed, bulk_frames):
+    bundle = load_bundle(mixed)
+    process = bundle.processes[0]
+    trace = ProcessTrace(bundle, process, workers=1)
+    tid = trace.tids[0]
+    plt = PltSections(process.modules)
+    whole = trace.decoded(tid)
+    pieced = DecodedThread(decode_pieces(trace.trace_bytes(tid), trace.cpu, process_image(process), trace.expander, 8))
+    assert len(pieced.parts) > 1 and pieced.item_count == whole.item_count
+    reference = assert_built_alike(whole, trace.expander, trace.functions, plt)
+    assert len(reference) > 2000 and all(np.any(reference.flags & kind) for kind in EVERY_KIND)
+    bulk_frames.clear()
+    CallForest(whole, trace.expander, trace.functions, plt)
+    assert sum(bulk_frames) > len(reference) / 2  # at the default threshold, most frames come from runs
+    assert_built_alike(pieced, trace.expander, trace.functions, plt)
+
+
+def test_a_live_recording_with_untraced_vdso_calls_builds_alike(tmp_path, monkeypatch):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.launching import launchable
+    from support.lldb_session import Session
+
+    from lldb_trace.debugger import live_session as live
+
+    binary = launchable(tmp_path, monkeypatch, SOURCE.name, "-O0", "-DROUNDS=2", *build_library(tmp_path))
+    session = Session(tmp_path)
+    try:
+        session.launch(binary, "-n main", "-n finished")
+        session.ok("process handle SIGUSR1 -s false -p true -n false")  # to the program's handler, unseen
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        target = session.target
+        assert target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetFunctionName() == "finished"
+        tid = target.GetProcess().GetSelectedThread().GetThreadID()
+        live_session = live.session_for(target)
+        trace, (vdso_start, vdso_end) = live_session.trace, live_session.backend.vdso
+        decoded = trace.decoded(tid)
+        untraced = [e for e in decoded.events if e.type.name == "DISABLED" and vdso_start <= (e.ip or 0) < vdso_end]
+        assert len(untraced) == 2  # one clock read a round
+        assert_built_alike(decoded, trace.expander, trace.functions, PltSections(trace.process.modules))
+        target.GetProcess().Kill()
+    finally:
+        session.close()
