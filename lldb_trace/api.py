@@ -112,7 +112,7 @@ class ThreadTrace:
     @property
     def history(self):
         """The thread's ThreadHistory: its position and the movements (step, next, finish... both ways)."""
-        return history.for_thread(self.process_trace, self.tid, self.symbolizer)
+        return history.for_thread(self.process_trace, self.tid, lambda: self.symbolizer)
 
     @property
     def position(self):

@@ -187,8 +187,8 @@ class ContinueCommand(MoveCommand):
     name, request = "continue", Request("continue")
     short_help = "Go forwards through history to the next hit of an enabled breakpoint (or the end)."
     long_help = _help(
-        "Forwards to the nearest later execution of an enabled breakpoint location; at the end of a live process's"
-        " history, 'continue' runs the process again.",
+        "Forwards to the nearest later execution of an enabled breakpoint location. On a live process, reaching the"
+        " end selects the process again, and the next 'continue' runs it.",
         "continue",
     )
 

@@ -46,9 +46,9 @@ def history_of(target, tid, trace=None):
     trace = trace or trace_of(target)
     if tid not in trace.tids:
         raise NotTracedError(f"thread {tid} is not traced (traced threads: {', '.join(map(str, trace.tids))})")
-    debugger = target.GetDebugger()
-    symbolizer = LldbSymbolizer(target, trace.memory, disassembly_flavor(debugger))
-    return history.for_thread(trace, tid, symbolizer)
+    return history.for_thread(
+        trace, tid, lambda: LldbSymbolizer(target, trace.memory, disassembly_flavor(target.GetDebugger()))
+    )
 
 
 def history_position(target, tid):

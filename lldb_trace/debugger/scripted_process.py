@@ -112,6 +112,13 @@ class TraceThread(ScriptedThread):
         return 0
 
     def get_stop_reason(self):
+        try:
+            return self._stop_reason()
+        except Exception as error:  # a bug: without a stop reason LLDB would resume the thread, forever
+            desc = f"lldb_trace internal error: {type(error).__name__}: {error} (please report it)"
+            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": desc}}
+
+    def _stop_reason(self):
         if not self._pc():
             return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._why_no_pc()}}
         history = self._history()

@@ -12,13 +12,17 @@ from .thread_history import ThreadHistory
 _histories = weakref.WeakKeyDictionary()  # ProcessTrace -> {tid: (generation, ThreadHistory)}
 
 
-def for_thread(process_trace, tid, symbolizer):
-    """The ThreadHistory of ``tid`` in ``process_trace`` (made, or made again after the trace changed)."""
+def for_thread(process_trace, tid, make_symbolizer):
+    """The ThreadHistory of ``tid`` in ``process_trace`` (made, or made again after the trace changed).
+
+    ``make_symbolizer()`` gives the new history its symbolizer; it is called only when one is made,
+    since LLDB asks for a thread's history at every stop and a symbolizer is not free to make.
+    """
     threads = _histories.setdefault(process_trace, {})
     generation = process_trace.source.generation(tid)
     found = threads.get(tid)
     if found is None or found[0] != generation:
-        found = threads[tid] = (generation, ThreadHistory(process_trace, tid, symbolizer))
+        found = threads[tid] = (generation, ThreadHistory(process_trace, tid, make_symbolizer()))
     return found[1]
 
 
