@@ -64,7 +64,7 @@ BUDGET_MOVE, BUDGET_SCAN = 0.1, 1.0
 
 def build_bundle(outdir, n=1000, log=print):
     """Record hot_calls.c (-DN=n) from main to finished() into ``outdir``, unless a bundle is there."""
-    outdir = Path(outdir)
+    outdir = Path(outdir).resolve()  # the recording runs in the staging folder
     if (outdir / "trace.json").is_file():
         return outdir
     staging = outdir.with_name(outdir.name + ".partial")

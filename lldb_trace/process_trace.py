@@ -5,9 +5,14 @@ imports ``lldb``, so scripts can use it directly.  Its raw bytes come from a
 trace source (sources/): a bundle's files, per-cpu files split among the
 threads, or a live process's capture backend.  A thread is decoded again only
 when its source's generation for it changes.
+
+A large trace is first decoded only at its end (decode/tail.py): where its
+thread stopped and its last instructions are answered from there, and the
+whole trace is decoded when something needs more (a history, the calls).
 """
 
 import os
+from dataclasses import dataclass
 from functools import cached_property
 
 from . import libipt, progress
@@ -15,31 +20,45 @@ from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_imag
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
 from .decode.plt import PltSections
+from .decode.tail import TraceTail
 from .errors import LldbTraceError
 from .sources import FileSource, PerCpuSource
 from .symbolize.function_ranges import FunctionRanges
+
+TAIL_FIRST_BYTES = 1 << 20  # a trace this large is decoded from its end first (a whole decode takes a second)
 
 
 class UnknownThreadError(LldbTraceError):
     """A tid that the trace does not have."""
 
 
+@dataclass(frozen=True)
+class TraceEnd:
+    """The decoded end of a thread's trace: the whole decode, or a TraceTail's items counted from the end."""
+
+    decoded: object  # a DecodedThread
+    from_end: bool  # its item indexes are not the trace's: the trace before them is not decoded yet
+
+
 class ProcessTrace:
     """``bundle``'s process ``process``: its threads' decoded traces, decoded on first use.
 
-    ``source`` gives the raw bytes (default: the bundle's files, per thread or per cpu).
+    ``source`` gives the raw bytes (default: the bundle's files, per thread or per cpu).  A thread
+    whose trace has at least ``tail_first_bytes`` (default TAIL_FIRST_BYTES) is decoded from its end first.
     """
 
-    def __init__(self, bundle, process, source=None, workers=None):
+    def __init__(self, bundle, process, source=None, workers=None, tail_first_bytes=None):
         self.bundle = bundle
         self.process = process
         self.source = source or (PerCpuSource(bundle, self.tids) if bundle.cpus else FileSource(process))
         self.workers = workers or min(os.cpu_count() or 1, 4)
+        self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
         self.memory = CodeMemory(process.modules)
         self.expander = BlockExpander(self.memory)
         self._image = None
         self._plt = None
         self._decoded = {}
+        self._tails = {}
         self._forests = {}
         self._generations = {}
 
@@ -92,29 +111,75 @@ class ProcessTrace:
 
     def decoded(self, tid):
         """The DecodedThread of ``tid``, or None when the thread has no trace."""
-        generation = self.source.generation(tid)
-        if self._generations.get(tid) != generation:
-            self._decoded.pop(tid, None)
-            self._forests.pop(tid, None)
-            self._generations[tid] = generation
+        self._forget_if_changed(tid)
         if tid not in self._decoded:
             trace = self.trace_bytes(tid)
             if trace is None:
                 return None
-            if self._image is None:
-                self._image = process_image(self.process)
             title = f"Decoding the trace of thread {tid}"
-            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self._image, self.expander, self.workers, title)
+            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title)
+            self._tails.pop(tid, None)
         return self._decoded[tid]
 
+    def _forget_if_changed(self, tid):
+        """Drop what was decoded of ``tid`` if its source changed since (a live process ran)."""
+        generation = self.source.generation(tid)
+        if self._generations.get(tid) != generation:
+            self._decoded.pop(tid, None)
+            self._tails.pop(tid, None)
+            self._forests.pop(tid, None)
+            self._generations[tid] = generation
+
+    @property
+    def image(self):
+        """The libipt image of the process's modules (made on first use)."""
+        if self._image is None:
+            self._image = process_image(self.process)
+        return self._image
+
+    def has_trace(self, tid):
+        return self.trace_bytes(tid) is not None
+
+    def end_of(self, tid, instructions):
+        """A TraceEnd of ``tid`` with at least its last ``instructions`` (all, if fewer); None without a trace.
+
+        A trace smaller than ``tail_first_bytes``, or already decoded, is decoded whole.
+        """
+        trace = self.trace_bytes(tid)
+        if trace is None:
+            return None
+        self._forget_if_changed(tid)
+        if tid in self._decoded or len(trace) < self.tail_first_bytes:
+            return TraceEnd(self.decoded(tid), False)
+        tail = self._tails.get(tid)
+        if tail is None:
+            title = f"Decoding the end of the trace of thread {tid}"
+            tail = self._tails[tid] = TraceTail(trace, self.cpu, self.image, self.expander, title)
+        decoded = tail.extend(instructions)
+        if tail.complete:  # the whole trace: its indexes are the trace's
+            self._decoded[tid] = decoded
+            del self._tails[tid]
+        return TraceEnd(decoded, not tail.complete)
+
+    def prepare(self, tid):
+        """What a loaded target shows first: a small trace decoded with its call forest, a large one's end."""
+        end = self.end_of(tid, 1)
+        if end is not None and not end.from_end and end.decoded.instruction_count:
+            self.call_forest(tid)
+
     def decoded_if_done(self, tid):
-        """The DecodedThread of ``tid`` if it was already decoded (info commands must not decode)."""
+        """The DecodedThread of ``tid`` if it was already decoded, and its source has not changed since.
+
+        Info commands must not decode; the debugger shows a thread's history only once it is decoded.
+        """
+        if self._generations.get(tid) != self.source.generation(tid):
+            return None
         return self._decoded.get(tid)
 
     def end_ip(self, tid):
-        """Where the thread's trace ends: the pc it is shown stopped at (None if nothing decoded)."""
-        decoded = self.decoded(tid)
-        return decoded.end_ip if decoded else None
+        """Where the thread's trace ends: the pc it is shown stopped at (None without instructions)."""
+        end = self.end_of(tid, 1)
+        return end.decoded.end_ip if end else None
 
     def cursor(self, tid, forwards=False, symbolizer=None):
         """A TraceCursor over ``tid``'s items, at the newest one (the oldest with ``forwards``).

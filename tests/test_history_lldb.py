@@ -197,7 +197,8 @@ def test_both_ends_of_history(session):
     ("command", "message"),
     [
         ("pt goto foo", "unknown position 'foo'"),
-        ("pt goto -1", "position -1 is before the beginning"),
+        ("pt goto -163", "position -163 is before the beginning: thread"),
+        ("pt goto -0", "unknown position '-0'"),
         ("pt goto 99999999999999999999", "out of range"),
         ("pt goto 163", "has positions 0 to 162"),
         ("pt goto", "give one position"),
@@ -215,6 +216,12 @@ def test_bad_positions_are_one_line_errors_and_nothing_moves(session, command, m
     assert not result.Succeeded() or "error:" in err
     assert message in error and error.strip().count("\n") == 0, error
     assert "position: instruction 100 of 162" in session.ok("pt dump")
+
+
+def test_negative_positions_count_from_the_end(session):
+    loaded(session, LONGJMP)
+    assert position_after(session.ok("pt goto -1")) == 161
+    assert position_after(session.ok("pt goto -162")) == 0
 
 
 def test_a_gap_is_no_place_to_stand(session):

@@ -10,7 +10,7 @@ import sys
 import lldb
 
 from ..debugger.interpreter import run_command
-from . import register_read, routing
+from . import frames_on_demand, register_read, routing
 from .base import CONTAINER
 from .dump import DumpCommand
 from .find import FindCommand
@@ -39,6 +39,7 @@ def register(debugger):
     routed = routing.install(debugger, {f"{CONTAINER} {command.name}" for command in COMMANDS})
     install_stepping_overrides(debugger)
     register_read.install(debugger)
+    frames_on_demand.install(debugger)
     # The live recorder reads about 40 registers at every stop it predicts from: one 'g' packet
     # instead of a 'p' packet per register (3.9 ms -> 1.2 ms).  It applies to processes launched
     # or attached from now on; older LLDBs without the setting just keep 'p' packets.

@@ -43,8 +43,9 @@ class GotoCommand:
     def get_long_help(self):
         return help_paragraphs(
             "Usage: pt goto begin|end|N",
-            "N is an index as 'trace dump --instructions' shows it (decimal, or hex as 0x1f); a gap or an index past"
-            " the end is an error and the position stays.",
+            "N is an index as 'trace dump --instructions' shows it (decimal, or hex as 0x1f); -N counts from the"
+            " end (-1: the last instruction), as a dump of a large trace's end numbers them before the rest is"
+            " decoded. A gap or an index out of range is an error and the position stays.",
             HISTORY_HELP,
         )
 
@@ -73,8 +74,9 @@ def _position(text):
     number = parse_number(text)
     if number is not None:
         return number
-    if text.startswith("-") and parse_number(text[1:]) is not None:
-        raise PositionError(f"position {text} is before the beginning: positions start at 0 ('pt goto begin')")
+    back = parse_number(text[1:]) if text.startswith("-") else None
+    if back:
+        return -back  # counted from the end, as a dump of a large trace's end numbers its items
     raise PositionError(f"unknown position '{text}': give begin, end or an instruction index (decimal, or 0x hex)")
 
 

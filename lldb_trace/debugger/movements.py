@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import lldb
 
+from ..history import HistoryError
 from . import histories, history_view
 
 
@@ -57,6 +58,13 @@ def _position(history, position):
         return history.check(0)
     if position == "end":
         return history.end
+    if position < 0:  # counted from the end: -1 is the last item
+        if history.end + position < 0:
+            raise HistoryError(
+                f"position {position} is before the beginning: thread {history.tid} has {history.end} items"
+                f" (-{history.end} is the first)"
+            )
+        return history.check(history.end + position)
     return history.check(position)
 
 

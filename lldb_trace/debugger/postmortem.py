@@ -67,14 +67,14 @@ def _process_target(debugger, process_trace):
 
 
 def _prepare(process_trace):
-    """Decode each thread and build its call forest (where it stopped and its frames there) before LLDB asks.
+    """Decode where each thread stopped, and its frames there, before LLDB asks (ProcessTrace.prepare).
 
     LLDB asks from its own thread, where an interrupt (Ctrl-C) could not undo the load; here it can.
+    A large trace is decoded only at its end: its thread shows frame #0 until a command that shows more
+    frames decodes it whole (frames_on_demand.py).
     """
     for tid in process_trace.tids:
-        decoded = process_trace.decoded(tid)
-        if decoded is not None and decoded.instruction_count:
-            process_trace.call_forest(tid)
+        process_trace.prepare(tid)
 
 
 def _launch(debugger, target, key):

@@ -98,8 +98,9 @@ class TraceThread(ScriptedThread):
         return _PC_ONLY
 
     def _history(self):
-        """The thread's ThreadHistory, or None when it has no trace of its own or no instructions."""
-        if not self.trace.end_ip(self.tid):
+        """The thread's ThreadHistory; None until its whole trace is decoded, or when it has no instructions."""
+        decoded = self.trace.decoded_if_done(self.tid)
+        if decoded is None or not decoded.end_ip:
             return None
         return history_of(self.target, self.tid, self.trace)
 
@@ -107,6 +108,9 @@ class TraceThread(ScriptedThread):
         history = self._history()
         if history is not None:
             return history.pc
+        end_ip = self.trace.end_ip(self.tid)  # a large trace, decoded only at its end so far
+        if end_ip:
+            return end_ip
         if self.stop is not None and self.stop.pc is not None:
             return self.stop.pc
         return 0
@@ -145,7 +149,7 @@ class TraceThread(ScriptedThread):
         return f"history: {at}{history.describe()}{oldest}"
 
     def _why_no_pc(self):
-        if self.trace.decoded(self.tid) is None:
+        if not self.trace.has_trace(self.tid):
             return "no trace of its own: where it stopped is unknown"
         return "its trace holds no instructions: where it stopped is unknown"
 

@@ -81,6 +81,20 @@ def plan_pieces(trace, pieces):
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
 
 
+def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET):
+    """The finished DecodedPart of ``job``: ``(start, end, resume ip of the piece after it or None)``.
+
+    The piece is read in place (a memoryview), so a mapped trace file is not copied.
+    """
+    start, end, next_ip = job
+    piece = memoryview(trace)[start:end]
+    part = decode_part(piece, cpu, image, expander, start, False, end == len(trace), task)
+    if next_ip is not None:
+        part.trim_overrun(next_ip, expander)
+    part.finish()
+    return part
+
+
 def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET):
     """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently.
 
@@ -123,14 +137,7 @@ class _PieceDecoder:
         self.trace, self.cpu, self.image, self.expander = trace, cpu, image, expander
 
     def decode(self, job, task=progress.QUIET):
-        start, end, next_ip = job
-        piece = self.trace[start:end]
-        at_file_end = end == len(self.trace)
-        part = decode_part(piece, self.cpu, self.image, self.expander, start, False, at_file_end, task)
-        if next_ip is not None:
-            part.trim_overrun(next_ip, self.expander)
-        part.finish()
-        return part
+        return decode_piece(self.trace, self.cpu, self.image, self.expander, job, task)
 
     def fork(self, job):
         """Start a child decoding ``job``; ``(pid, read end of its pipe)``, or None if fork failed."""

@@ -48,8 +48,9 @@ class Config:
 
     libipt decoders and encoders keep pointers into the buffer, so the Config
     must outlive them; every decoder holds a reference to its Config.
-    ``trace`` is bytes (copied) or a writable buffer such as a bytearray
-    (used in place: an encoder writes into it).
+    ``trace`` is read-only bytes (copied) or a writable buffer such as a
+    bytearray or a copy-on-write mapped file (used in place: an encoder writes
+    into it; a gigabyte trace file is not read into memory).
     """
 
     def __init__(
@@ -63,7 +64,7 @@ class Config:
         cpuid_0x15_ebx=0,
         flags=0,
     ):
-        if isinstance(trace, bytes):
+        if memoryview(trace).readonly:
             trace = bytearray(trace)
         size = len(trace)
         if size:

@@ -1,5 +1,8 @@
 """Sources of a bundle's traces on disk: a file per thread, or per-cpu files split among the threads."""
 
+import mmap
+import os
+
 from . import per_cpu
 
 
@@ -10,10 +13,13 @@ class FileSource:
 
     def __init__(self, process):
         self._threads = {thread.tid: thread for thread in process.threads}
+        self._mapped = {}
 
     def trace_bytes(self, tid):
-        trace = self._threads[tid].trace
-        return trace.read_bytes() if trace is not None else None
+        """The trace file mapped, not read: decoding its end touches only the pages of its end."""
+        if tid not in self._mapped:
+            self._mapped[tid] = _mapped(self._threads[tid].trace)
+        return self._mapped[tid]
 
     def generation(self, _tid):
         return 0
@@ -27,6 +33,15 @@ class FileSource:
 
     def stop(self, _tid):
         return None  # the bundle says how its threads stopped
+
+
+def _mapped(path):
+    """``path``'s bytes as a private (copy-on-write) mapping: writable, so libipt can use it in place."""
+    if path is None:
+        return None
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        return mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY) if size else b""
 
 
 class PerCpuSource:

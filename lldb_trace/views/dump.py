@@ -33,12 +33,13 @@ class Continuation:
 
 def dump_thread(process_trace, tid, options, symbolizer, continuation=None):
     """The ThreadDump of ``tid`` for ``options`` (a windowed mode), continuing ``continuation`` when given."""
-    decoded = process_trace.decoded(tid)
-    if options.id is not None and decoded is not None and options.id >= decoded.item_count:
-        raise ItemOutOfRangeError(
-            f"--id {options.id} is past the end of thread {tid}'s trace: its items are 0 to {decoded.item_count - 1}"
-        )
-    if decoded is None or (continuation is not None and continuation.start is None):
+    has_trace = process_trace.has_trace(tid)
+    if options.id is not None and has_trace:
+        decoded = process_trace.decoded(tid)
+        if options.id >= decoded.item_count:
+            items = f"its items are 0 to {decoded.item_count - 1}"
+            raise ItemOutOfRangeError(f"--id {options.id} is past the end of thread {tid}'s trace: {items}")
+    if not has_trace or (continuation is not None and continuation.start is None):
         entries, next_start = [], None
     else:
         start = continuation.start if continuation is not None else None
@@ -49,7 +50,7 @@ def dump_thread(process_trace, tid, options, symbolizer, continuation=None):
         else:
             entries, next_start = instruction_window(process_trace, tid, options, symbolizer, start)
     wall_clock = process_trace.bundle.tsc_conversion is not None
-    return ThreadDump(process_trace.pid, tid, decoded is not None, wall_clock, entries, next_start)
+    return ThreadDump(process_trace.pid, tid, has_trace, wall_clock, entries, next_start)
 
 
 def render(dumps, options):

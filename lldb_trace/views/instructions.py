@@ -7,7 +7,9 @@ events are numbered in trace order.
 """
 
 from bisect import bisect_left, bisect_right
+from dataclasses import replace
 
+from ..decode.cursor import TraceCursor
 from ..x86.control_flow_kind import ControlFlowKinds
 from .entries import EventEntry, InstructionEntry, shown_time
 
@@ -15,28 +17,42 @@ from .entries import EventEntry, InstructionEntry, shown_time
 def instruction_window(process_trace, tid, options, symbolizer, start=None):
     """``(InstructionEntry list in display order, the index to continue from or None)``.
 
-    ``start`` (a continuation) overrides the window's start from --offset and --id.
+    ``start`` (a continuation) overrides the window's start from --offset and --id.  A window at the
+    end of a large trace decodes only that end (ProcessTrace.end_of); while the trace before it is not
+    decoded, its items are numbered from the end (-1: the last), and so is the index to continue from.
     """
-    decoded = process_trace.decoded(tid)
-    if start is None:
-        base = options.id if options.id is not None else (0 if options.forwards else decoded.item_count - 1)
-        start = base + options.offset if options.forwards else base - options.offset
+    decoded, base, start = _window_start(process_trace, tid, options, start)
     if not 0 <= start < decoded.item_count:  # (the cursor would read a negative start from the end)
         return [], None
-    cursor = process_trace.cursor(tid, options.forwards, None if options.raw else symbolizer)
+    cursor = TraceCursor(decoded, process_trace.expander, options.forwards, None if options.raw else symbolizer)
     cursor.seek(start)
     conversion = process_trace.bundle.tsc_conversion
     kinds = ControlFlowKinds(process_trace.memory.read) if options.kind else None
     entries = [
         InstructionEntry(
-            item,
+            replace(item, index=item.index + base) if base else item,
             shown_time(item.tsc, conversion),
             None if item.gap is not None or options.raw else item.location,
             kinds[item.address] if kinds is not None and item.gap is None else None,
         )
         for item in cursor.items(limit=options.count)
     ]
-    return entries, cursor.index if cursor.has_value else None
+    return entries, cursor.index + base if cursor.has_value else None
+
+
+def _window_start(process_trace, tid, options, start):
+    """``(DecodedThread, what its indexes add up to when shown, the index the window starts at)``."""
+    from_start = options.forwards or options.id is not None or options.count is None
+    if from_start or (start is not None and start >= 0):
+        decoded = process_trace.decoded(tid)
+        if start is None:
+            base = options.id if options.id is not None else (0 if options.forwards else decoded.item_count - 1)
+            start = base + options.offset if options.forwards else base - options.offset
+        return decoded, 0, start
+    back = options.offset + 1 if start is None else -start  # the first item shown, counted from the end
+    end = process_trace.end_of(tid, back + options.count)
+    decoded = end.decoded
+    return decoded, -decoded.item_count if end.from_end else 0, decoded.item_count - back
 
 
 def event_window(process_trace, tid, options, start=None):

@@ -9,7 +9,7 @@ depth (below the shallowest call shown), ``module`function`` and its address,
 the stub it was called through where that says more, and its times.
 """
 
-from .options import CALLS, EVENTS
+from .options import CALLS, EVENTS, INSTRUCTIONS
 
 KIND_WIDTH = 12  # LLDB pads the kind to this width ("cond jump   ")
 
@@ -37,6 +37,9 @@ def _event_text(event, time, wall_clock):
     return f"{event_name(event)}{where}"
 
 
+_NOT_DECODED = "the trace before these is decoded when a command needs it, e.g. 'bt' or 'pt goto'"
+
+
 class TextWriter:
     """Text of each ThreadDump (``thread``), joined into one document (``document``)."""
 
@@ -53,6 +56,8 @@ class TextWriter:
         elif not dump.entries:
             what = self.options.entries_name
             lines.append(f"  (no more {what})" if self.options.continuing else f"  (no {what})")
+        elif self.options.mode == INSTRUCTIONS and dump.entries[0].item.index < 0:
+            lines.append(f"  (numbered from the end, -1 being the last: {_NOT_DECODED})")
         write = {EVENTS: self._events, CALLS: self._calls}.get(self.options.mode, self._instructions)
         return "\n".join(lines + write(dump))
 
