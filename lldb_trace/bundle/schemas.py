@@ -5,14 +5,11 @@ import re
 from functools import cache
 from importlib import resources
 
-import jsonschema
-
 from ..errors import LldbTraceError
 
 SCHEMA_DIR = resources.files("lldb_trace") / "schemas"
 UINT64_MAX = (1 << 64) - 1
 _ADDRESS = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
-_FORMATS = jsonschema.FormatChecker([])
 
 
 def address_value(value):
@@ -26,7 +23,6 @@ def address_value(value):
     return int(digits or "0", 16 if hexadecimal else 10)
 
 
-@_FORMATS.checks("uint64")
 def _fits_64_bits(value):
     """An address below 2**64; what is not an address at all is for type and pattern to reject."""
     if isinstance(value, str) and not _ADDRESS.fullmatch(value):
@@ -39,10 +35,16 @@ def _is_integer(_checker, instance):
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
+@cache
+def _checking():
+    """``(jsonschema, validator class, format checker)``, made on first use: importing jsonschema costs every
+    LLDB start-up 0.1 s when the plugin is imported, and only loading or saving a bundle needs it."""
+    import jsonschema
+
+    formats = jsonschema.FormatChecker([])
+    formats.checks("uint64")(_fits_64_bits)
+    type_checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+    return jsonschema, jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=type_checker), formats
 
 
 class SchemaError(LldbTraceError):
@@ -64,7 +66,8 @@ def schema(name):
 
 def validate(document, name):
     """Raise SchemaError naming the JSON path of the most relevant violation of schema ``name``."""
-    validator = _Validator(schema(name), format_checker=_FORMATS)
+    jsonschema, validator_class, formats = _checking()
+    validator = validator_class(schema(name), format_checker=formats)
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         raise SchemaError(describe(error))

@@ -22,10 +22,9 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 import capstone
-import unicorn
-from unicorn import x86_const
 
 GENERAL = (
     "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
@@ -35,7 +34,17 @@ CHECKED_FLAGS = 0xCD5  # CF PF AF ZF SF DF OF: what the program computes
 _DEBUG_FLAGS = 0x10100  # TF and RF, which debugging sets
 VECTOR = tuple(f"xmm{i}" for i in range(16))
 LOADED = (*GENERAL, "rflags", "fs_base", "gs_base", "mxcsr", *VECTOR)
-_UC_REGISTERS = {name: getattr(x86_const, f"UC_X86_REG_{name.upper()}") for name in LOADED}
+
+
+@cache
+def _unicorn():
+    """``(unicorn, its x86 constants, register name -> unicorn's number)``, imported by the first emulation:
+    importing unicorn costs every LLDB start-up (the plugin loads this module) 50 ms and 9 MB otherwise."""
+    import unicorn
+    from unicorn import x86_const
+
+    return unicorn, x86_const, {name: getattr(x86_const, f"UC_X86_REG_{name.upper()}") for name in LOADED}
+
 
 MAX_SECONDS = 2.0  # one prediction's emulation time: the debugger does not answer meanwhile
 MAX_BLOCKS = 4_000_000  # and its length: 8 bytes a block, about 20 million instructions
@@ -179,10 +188,11 @@ class _Run:
         self.blocks = []  # the instruction addresses of each block run
         self.end = None  # where the emulator stopped
         self.deadline = time.perf_counter() + MAX_SECONDS if stop_before is None else float("inf")
+        unicorn, x86_const, numbers = _unicorn()
         uc = self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
         uc.ctl_set_cpu_model(x86_const.UC_CPU_X86_HASWELL)  # BMI, LZCNT, MOVBE decode as on any x86-64 since 2013
         for name, value in registers.items():
-            uc.reg_write(_UC_REGISTERS[name], value & ~_DEBUG_FLAGS if name == "rflags" else value)
+            uc.reg_write(numbers[name], value & ~_DEBUG_FLAGS if name == "rflags" else value)
         self.start = registers["rip"]
         if watched:
             uc.ctl_exits_enabled(True)
@@ -191,6 +201,7 @@ class _Run:
         uc.hook_add(unicorn.UC_HOOK_BLOCK, self._entered)
 
     def execute(self):
+        unicorn, x86_const, _numbers = _unicorn()
         try:
             self.uc.emu_start(self.start, 0)
         except unicorn.UcError:
@@ -198,9 +209,8 @@ class _Run:
         self.end = self.uc.reg_read(x86_const.UC_X86_REG_RIP)
 
     def general_registers(self):
-        registers = {name: self.uc.reg_read(_UC_REGISTERS[name]) for name in GENERAL}
-        registers["rflags"] = self.uc.reg_read(x86_const.UC_X86_REG_RFLAGS)
-        return registers
+        _unicorn_module, _x86_const, numbers = _unicorn()
+        return {name: self.uc.reg_read(numbers[name]) for name in (*GENERAL, "rflags")}
 
     def _entered(self, uc, address, size, _data):
         addresses = self.known_blocks.get((address, size), _UNKNOWN)
@@ -224,6 +234,7 @@ class _Run:
         data = self.predictor.read_memory(page, PAGE)
         if len(data) != PAGE:
             return False
+        unicorn = _unicorn()[0]
         protection = unicorn.UC_PROT_NONE
         for flag, bit in (("r", unicorn.UC_PROT_READ), ("w", unicorn.UC_PROT_WRITE), ("x", unicorn.UC_PROT_EXEC)):
             if flag in mapping.perms:
