@@ -107,6 +107,27 @@ def test_function_calls_and_history_decode_the_whole_trace(tmp):
     assert "instructions: 12270, errors: 0, events: 92, function calls: 243" in tail[2]
 
 
+def test_an_interrupted_bt_shows_nothing_and_runs_again(tmp_path, monkeypatch):
+    from lldb_trace.debugger import progress_reporter
+
+    monkeypatch.setattr(process_trace, "TAIL_FIRST_BYTES", 1)
+    session = Session(tmp_path)
+    try:
+        session.ok(f"trace load {THREADS}")
+        checks = []
+        monkeypatch.setattr(
+            progress_reporter.LldbReporter, "interrupt_requested", lambda self: checks.append(1) or len(checks) >= 2
+        )
+        session.handle("bt")
+        _out, err = session.streams()
+        assert err.count("error: interrupted: decoding the trace of thread 5674 stopped") == 1
+        assert _decoded_threads(session) == []
+        monkeypatch.undo()
+        assert "frame #3: 0x00007ffff7dfc24c libc.so.6`__libc_start_call_main" in session.ok("bt")
+    finally:
+        session.close()
+
+
 @pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
 def test_tail_first_loading_in_debians_lldb_22(tmp_path):
     init = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "lldbinit"], capture_output=True, text=True)
