@@ -15,7 +15,7 @@ it, peak RSS from os.wait4 for that one child), medians of ``repeat`` runs:
    at 24 GB (issue 17).
 2. large traces: the bundle's trace repeated to SIZES megabytes (each copy ends
    with tracing disabled and the next starts at a PSB with tracing enabled, as
-   a program traced run after run), loaded in the pip LLDB with the last 20
+   a program traced run after run), loaded in both LLDBs with the last 20
    instructions dumped.
 3. decode throughput: the whole DECODE_SIZE MB trace decoded from Python
    (ProcessTrace.decoded) with 1 and with 2 worker processes.
@@ -149,13 +149,14 @@ def report(bundle, answers, sizes, throughput):
         f"| (start-up alone) | {cell('pip startup')}; + import lldb_trace {cell('pip import')} | |"
         f" {cell('native startup')} |",
         "",
-        "| trace size | instructions (about) | trace load + dump -c 20 | peak RSS |",
+        "| trace size | instructions (about) | trace load + dump -c 20, pip LLDB | lldb-22 + lldb_trace |",
         "| ---: | ---: | ---: | ---: |",
     ]
     per_mb = 29_007_008 / (_trace_bytes(bundle) / 2**20)
-    for megabytes, case in sizes.items():
-        instructions = f"{megabytes * per_mb / 1e6:,.0f}M"
-        lines.append(f"| {megabytes} MB | {instructions} | {case['seconds']:.2f} s | {case['max_rss_mb']:.0f} MB |")
+    for megabytes in sorted({megabytes for megabytes, _lldb in sizes}):
+        pip, lldb22 = (sizes[megabytes, lldb] for lldb in ("pip", "lldb-22"))
+        cells = [f"{case['seconds']:.2f} s, {case['max_rss_mb']:.0f} MB" for case in (pip, lldb22)]
+        lines.append(f"| {megabytes} MB | {megabytes * per_mb / 1e6:,.0f}M | {cells[0]} | {cells[1]} |")
     lines += ["", "| whole decode | instructions | seconds | M instructions/s | decoded storage | peak RSS |",
               "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for workers, case in throughput.items():
@@ -184,14 +185,17 @@ def main(argv=None):
     sizes = {}
     for megabytes in map(int, args.sizes.split(",")):
         big = splice(bundle, megabytes)
-        command = [*plugin_lldb("pip")[1], f"trace load {big / 'trace.json'}", "trace dump --instructions -c 20"]
-        sizes[megabytes] = lldb_case(str(VENV_LLDB), command, args.repeat)
+        for lldb in ("pip", "lldb-22"):
+            executable, setup = plugin_lldb(lldb)
+            command = [*setup, f"trace load {big / 'trace.json'}", "trace dump --instructions -c 20"]
+            sizes[megabytes, lldb] = lldb_case(executable, command, args.repeat)
     big = splice(bundle, args.decode_size) / "trace.json"
     throughput = {workers: decode_throughput(big, workers) for workers in (1, 2)}
     print(report(bundle, answers, sizes, throughput))
     print(f"\n(measured in {time.perf_counter() - started:.0f} s)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"answers": answers, "sizes": sizes, "throughput": throughput}, indent=1))
+        numbers = {"answers": answers, "sizes": {f"{mb} MB {lldb}": case for (mb, lldb), case in sizes.items()}}
+        Path(args.json).write_text(json.dumps({**numbers, "throughput": throughput}, indent=1))
     return 0
 
 
