@@ -67,11 +67,13 @@ class Task:
         self.next_report = 0
 
     def at(self, done):
+        """Every call checks for an interrupt (callers call it every few milliseconds of work); about one
+        in ``_UPDATES`` of the way is reported, since a report costs the debugger a redraw."""
+        if self.reporter.interrupt_requested():
+            raise WorkInterruptedError(f"interrupted: {_lower(self.title)} stopped; run the command again")
         if done < self.next_report:
             return
         self.next_report = done + self.stride
-        if self.reporter.interrupt_requested():
-            raise WorkInterruptedError(f"interrupted: {_lower(self.title)} stopped; run the command again")
         self.reporter.advance(self.handle, done)
 
 
