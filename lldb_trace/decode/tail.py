@@ -47,13 +47,13 @@ class TraceTail:
         started = time.perf_counter()
         with progress.task(self._title, len(self._trace) - self._start) as task:
             while self.decoded.instruction_count < instructions and not self.complete:
-                self._decode_earlier_period()
+                self._decode_earlier_period(task)
                 self.decoded = DecodedThread(self._parts, self._seconds + time.perf_counter() - started)
                 task.at(len(self._trace) - self._start)
         self._seconds += time.perf_counter() - started
         return self.decoded
 
-    def _decode_earlier_period(self):
+    def _decode_earlier_period(self, task):
         """Decode back to an earlier PSB: the last period first, then as much again as is decoded each time.
 
         Doubling keeps a tail that is pulled back far made of a few parts, not one per PSB.
@@ -66,16 +66,17 @@ class TraceTail:
                 ip = resume_ip(self._trace, self._cpu, offset) if offset else None
             except LibiptError:
                 continue  # its PSB+ cannot be read: the period before it runs on through it
-            self._decode_from(offset)
+            self._decode_from(offset, task)
             self._resume = ip
             return
         if self._start:  # bytes before the first PSB (or none readable): a whole decode syncs past them the same way
-            self._decode_from(0)
+            self._decode_from(0, task)
         self.complete = True
 
-    def _decode_from(self, offset):
+    def _decode_from(self, offset, task):
         job = (offset, self._start, self._resume)
-        self._parts.insert(0, decode_piece(self._trace, self._cpu, self._image, self._expander, job))
+        within = _Within(task, len(self._trace) - self._start - offset)
+        self._parts.insert(0, decode_piece(self._trace, self._cpu, self._image, self._expander, job, within))
         self._start = offset
 
 
@@ -90,3 +91,13 @@ def _psbs_backward(trace):
             except LibiptError:
                 return
             yield decoder.sync_offset
+
+
+class _Within:
+    """A period's decode, which tells trace offsets, told to the tail's task as bytes of the tail decoded."""
+
+    def __init__(self, task, shift):
+        self.task, self.shift = task, shift
+
+    def at(self, offset):
+        self.task.at(offset + self.shift)
