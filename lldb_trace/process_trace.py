@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 
-from . import libipt, progress
+from . import libipt, memory, progress
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
@@ -53,6 +53,7 @@ class ProcessTrace:
         self.source = source or (PerCpuSource(bundle, self.tids) if bundle.cpus else FileSource(process))
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
+        memory.return_freed_memory()  # decoded arrays of tens of MB come and go
         self.memory = CodeMemory(process.modules)
         self.expander = BlockExpander(self.memory)
         self._image = None

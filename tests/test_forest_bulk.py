@@ -18,7 +18,7 @@ from conftest import ROOT
 
 import lldb_trace.api as api
 from lldb_trace.bundle.loader import load_bundle
-from lldb_trace.decode import DecodedThread, process_image, regular_runs
+from lldb_trace.decode import DecodedThread, forest_builder, process_image, regular_runs
 from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.forest_builder import (
     ASYNCHRONOUS,
@@ -33,7 +33,7 @@ from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.decode.plt import PltSections
 from lldb_trace.process_trace import ProcessTrace
 
-COLUMNS = ("first", "last", "parent", "depth", "entry", "extra", "flags")
+COLUMNS = ("first", "last", "parent", "depth", "entry", "extra_rows", "extra_values", "flags")
 BUNDLES = sorted(path.parent for path in (ROOT / "test_traces").rglob("trace.json"))
 SOURCE = ROOT / "test_traces" / "src" / "forest_mix.c"
 LIBRARY = ROOT / "test_traces" / "src" / "forest_mix_lib.c"
@@ -51,14 +51,19 @@ def assert_built_alike(decoded, expander, functions, plt):
     """The bulk builds equal the reference visit; returns the reference forest."""
     reference = CallForest(decoded, expander, functions, plt, shortest_run=None)
     expected = rows(reference)
-    for shortest_run, chunk in ((1, regular_runs.CHUNK), (SHORTEST_RUN, regular_runs.CHUNK), (1, 5)):
+    whole = forest_builder.SLICE  # larger than any committed part: the reference takes each part at once
+    variants = ((1, regular_runs.CHUNK, whole), (SHORTEST_RUN, regular_runs.CHUNK, whole), (1, 5, whole),
+                (None, 0, 3), (1, 5, 7), (SHORTEST_RUN, regular_runs.CHUNK, 64))  # fmt: skip
+    for shortest_run, chunk, slice_entries in variants:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(regular_runs, "CHUNK", chunk)
+            patch.setattr(regular_runs, "CHUNK", chunk or regular_runs.CHUNK)
+            patch.setattr(forest_builder, "SLICE", slice_entries)
             built = rows(CallForest(decoded, expander, functions, plt, shortest_run=shortest_run))
+        variant = (shortest_run, chunk, slice_entries)
         for name in COLUMNS:
-            assert built[name].dtype == expected[name].dtype, (name, shortest_run, chunk)
-            assert np.array_equal(built[name], expected[name]), (name, shortest_run, chunk)
-        assert built["call items"] == expected["call items"], (shortest_run, chunk)
+            assert built[name].dtype == expected[name].dtype, (name, variant)
+            assert np.array_equal(built[name], expected[name]), (name, variant)
+        assert built["call items"] == expected["call items"], variant
     return reference
 
 

@@ -16,25 +16,33 @@ CALL, RETURN, JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.J
 
 
 class PartBranches:
-    """One part's entries as columns (``entries``, ``sizes``, ``ends``...), and ``positions``: the ones to visit.
+    """Entries ``low``..``high`` of one part as columns (``entries``, ``sizes``, ``ends``...), and ``positions``:
+    the ones to visit, numbered from ``low``.
 
-    Item indices are absolute (``base`` added); a gap counts as one item.  ``tail_rows`` are the rows
-    (distinct blocks) holding a tail jump before their last instruction.
+    Item indices are absolute (``base``: the item entry ``low`` begins at); a gap counts as one item.
+    The columns hold one entry more than the slice when the part goes on, so that its last branch
+    knows where it went.  ``tail_rows`` are the rows (distinct blocks) holding a tail jump before
+    their last instruction.  A part is taken a slice at a time so the columns stay bounded however
+    long the part is.
     """
 
-    def __init__(self, part, base, next_ip, tail_rows):
+    def __init__(self, part, base, next_ip, tail_rows, low=0, high=None):
         self.part, self.base, self.next_ip, self.tail_rows = part, base, next_ip, tail_rows
         entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
+        high = len(entries) if high is None else high
+        entries = entries[low : high + 1]
         self.entries, self.count, self.ips = entries, len(entries), part.block_ips
         sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries]
         self.gaps = sizes == 0
         sizes[self.gaps] = 1
         self.sizes = sizes
         self.ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each entry's last item
+        self.next_base = int(self.ends[high - low - 1]) + 1  # where the next slice begins
         self.classes = np.frombuffer(part.row_classes, dtype=np.uint8)[entries]
         wanted = (self.classes != 0) | self.gaps
         if tail_rows:
             wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
+        wanted[high - low :] = False  # the entry after the slice is the next slice's
         self.positions = np.flatnonzero(wanted).astype(np.int32 if self.count < 2**31 else np.int64)
 
     def following(self, position):

@@ -35,17 +35,16 @@ class CallForest:
         self.depth = _sorted(depth, order, np.int32)
         del depth
         self.entry = _sorted(_column(built, "entry", np.uint64), order, np.uint64)
-        self.extra = np.zeros(len(self.first), dtype=np.uint64)
-        self.extra[np.fromiter(built.extra, dtype=np.int64, count=len(built.extra))] = list(built.extra.values())
-        if order is not None:
-            self.extra = self.extra[order]
         self.flags = _sorted(_column(built, "flags", np.uint8), order, np.uint8)
+        rank = None
+        if order is not None:
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+        self.extra_rows, self.extra_values = _sparse(built.extra, rank)
         parent = _column(built, "parent", np.int32)
         if order is None:
             self.parent, self._call_items = parent, dict(built.call_items)
         else:
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[order] = np.arange(len(order))
             parent = parent[order]
             self.parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1).astype(np.int32)
             self._call_items = {int(rank[node]): item for node, item in built.call_items.items()}
@@ -56,8 +55,15 @@ class CallForest:
 
     @property
     def memory_bytes(self):
-        columns = (self.first, self.last, self.parent, self.depth, self.entry, self.extra, self.flags)
-        return sum(column.nbytes for column in columns) + 100 * len(self._call_items)
+        columns = (self.first, self.last, self.parent, self.depth, self.entry, self.flags)
+        sparse = self.extra_rows.nbytes + self.extra_values.nbytes
+        return sum(column.nbytes for column in columns) + sparse + 100 * len(self._call_items)
+
+    def extra(self, row):
+        """The stub a call went through (a PLT call), or where a signal handler's interrupted code resumes;
+        0 for the many calls without either (kept sparse: a column of them would cost 8 bytes a call)."""
+        k = int(np.searchsorted(self.extra_rows, row))
+        return int(self.extra_values[k]) if k < len(self.extra_rows) and self.extra_rows[k] == row else 0
 
     def calls(self):
         """Every call in execution order (by first item, callers before callees), as a sequence of Calls."""
@@ -106,6 +112,15 @@ def _column(built, name, dtype):
     values = getattr(built, name)
     setattr(built, name, None)
     return np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, dtype=dtype)
+
+
+def _sparse(extra, rank):
+    """``(rows, values)`` of the built ``{node: value}``, by row (``rank``: node -> row, None when the same)."""
+    nodes = np.fromiter(extra, dtype=np.int64, count=len(extra))
+    values = np.fromiter(extra.values(), dtype=np.uint64, count=len(extra))
+    rows = nodes if rank is None else rank[nodes]
+    by_row = np.argsort(rows, kind="stable")
+    return rows[by_row].astype(np.int64), values[by_row]
 
 
 def _in_order(first, depth):
@@ -173,8 +188,7 @@ class Call:
     def stub(self):
         if self._forest.flags[self.row] & ASYNCHRONOUS:
             return None
-        extra = int(self._forest.extra[self.row])
-        return extra or None
+        return self._forest.extra(self.row) or None
 
     @property
     def call_item(self):

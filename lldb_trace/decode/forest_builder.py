@@ -46,6 +46,7 @@ from .branches import CALL, JUMP, RETURN, PartBranches
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
 _CALL, _RETURN, _JUMP = CALL, RETURN, JUMP
 SHORTEST_RUN = 32  # shorter runs cost less visited one by one than with a dozen numpy calls
+SLICE = 1 << 18  # entries of a part taken at once: their columns (PartBranches) stay near 4 MB
 _NOT_RESOLVING, _IN_STUB, _IN_RESOLVER = 0, 1, 2
 _DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
 
@@ -140,23 +141,27 @@ class _Builder:
     # -- the pass ----------------------------------------------------------------------------------
 
     def part(self, part, base, next_ip):
-        """Visit one part's branches; ``next_ip`` is where the next part starts (a last branch's target)."""
+        """Visit one part's branches, a slice at a time; ``next_ip`` is where the next part starts."""
         self.row_facts = {}  # rows are numbered per part
         if not part.entries:
             return
-        branches = PartBranches(part, base, next_ip, self._rows_with_tail_jumps(part))
-        self._stops_after_far_transfers(branches)
-        if not self.stack and not branches.gaps[0]:  # the trace (or a part after a gap) starts a tree
-            self.open(base, part.block_ips[branches.entries[0]], None, None)
-        if self.shortest_run is None:
-            self.visit(branches, 0, len(branches.positions))
-        else:
-            self._visit_runs(branches)
+        tail_rows, rows, start = self._rows_with_tail_jumps(part), None, base
+        for low in range(0, len(part.entries), SLICE):
+            branches = PartBranches(part, start, next_ip, tail_rows, low, min(low + SLICE, len(part.entries)))
+            self._stops_after_far_transfers(branches)
+            if not low and not self.stack and not branches.gaps[0]:  # the trace (or a part after a gap) starts a tree
+                self.open(base, part.block_ips[branches.entries[0]], None, None)
+            if self.shortest_run is None:
+                self.visit(branches, 0, len(branches.positions))
+            else:
+                rows = rows or regular_runs.PartRows(self, branches)
+                self._visit_runs(branches, rows)
+            start = branches.next_base
         self.events_until(base + part.item_count)
 
-    def _visit_runs(self, branches):
+    def _visit_runs(self, branches, rows):
         """Visit the irregular branches and short runs one by one; add the long runs' frames in bulk."""
-        rows, count, done = regular_runs.PartRows(self, branches), len(branches.positions), 0
+        count, done = len(branches.positions), 0
         for low in range(0, count, regular_runs.CHUNK):
             runs = regular_runs.RegularRuns(self, branches, rows, low, min(low + regular_runs.CHUNK, count))
             for start, stop in runs.bounds:
@@ -204,9 +209,7 @@ class _Builder:
     def _stops_after_far_transfers(self, branches):
         """Where tracing stopped for a disable with no address (a syscall): right after the instruction before it."""
         base, ends = branches.base, branches.ends
-        for index in [
-            i for i, ip in self.stopped_at.items() if ip is None and base < i <= base + branches.part.item_count
-        ]:
+        for index in [i for i, ip in self.stopped_at.items() if ip is None and base < i <= branches.next_base]:
             position = int(np.searchsorted(ends, index - 1))
             if position < len(ends) and ends[position] == index - 1 and not branches.gaps[position]:
                 address, size, _ = self._row(int(branches.entries[position]), branches.part)

@@ -95,7 +95,7 @@ class FrameMap:
         forest = self.forest
         call_item = forest.call_item(row)
         if call_item is None:  # a signal handler: the interrupted code resumes where it stopped
-            return int(forest.extra[row])
+            return forest.extra(row)
         if call_item < 0:  # called before the trace began: its untraced caller is named by where it returned
             return int(forest.entry[int(forest.parent[row])])
         call = self.address(call_item)
