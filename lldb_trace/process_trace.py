@@ -200,6 +200,6 @@ class ProcessTrace:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
             if self._plt is None:
                 self._plt = PltSections(self.process.modules)
-            with progress.task(f"Building the call tree of thread {tid}"):
-                self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt)
+            with progress.task(f"Building the call tree of thread {tid}", decoded.item_count) as task:
+                self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt, task=task)
         return self._forests[tid]

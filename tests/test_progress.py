@@ -53,12 +53,29 @@ def test_a_decode_reports_its_progress_in_trace_bytes():
         decoded = trace.decoded(tid)
         trace.call_forest(tid)
     size = len(trace.trace_bytes(tid))
-    assert reporter.log[0] == ("begin", f"Decoding the trace of thread {tid}", size)
-    advances = [done for kind, _, *done in reporter.log if kind == "advance"]
+    decoding, building = f"Decoding the trace of thread {tid}", f"Building the call tree of thread {tid}"
+    assert reporter.log[0] == ("begin", decoding, size)
+    advances = [done for kind, handle, *done in reporter.log if kind == "advance" and handle == decoding]
     assert advances and advances == sorted(advances) and max(d[0] for d in advances) <= size
-    assert ("end", f"Decoding the trace of thread {tid}") in reporter.log
-    assert ("begin", f"Building the call tree of thread {tid}", 0) in reporter.log
+    assert ("end", decoding) in reporter.log
+    assert ("begin", building, decoded.item_count) in reporter.log  # then its items, slice by slice
+    assert ("end", building) in reporter.log
     assert decoded.instruction_count == 27877
+
+
+def test_an_interrupted_call_tree_build_keeps_nothing_and_builds_again(monkeypatch):
+    from lldb_trace.decode import forest_builder
+
+    monkeypatch.setattr(forest_builder, "SLICE", 64)  # many slices, so the build checks many times
+    trace = opened()
+    tid = trace.tids[0]
+    trace.decoded(tid)
+    reporter = Recorder(stop_at=3)  # the task's start, then the first two slices
+    with progress.reporting(reporter), pytest.raises(progress.WorkInterruptedError) as raised:
+        trace.call_forest(tid)
+    assert str(raised.value) == f"interrupted: building the call tree of thread {tid} stopped; run the command again"
+    assert trace.forest_if_built(tid) is None
+    assert len(trace.call_forest(tid)) == len(opened().call_forest(tid))
 
 
 @pytest.mark.parametrize("stop_at", [1, 2])

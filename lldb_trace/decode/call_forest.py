@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import progress
 from . import forest_builder
 from .forest_builder import ASYNCHRONOUS, LAZY_BINDING, LEFT_NON_LOCALLY, TAIL_CALL, UNTRACED_START
 
@@ -21,8 +22,9 @@ from .forest_builder import ASYNCHRONOUS, LAZY_BINDING, LEFT_NON_LOCALLY, TAIL_C
 class CallForest:
     """The trees of a thread's calls, one per stretch between gaps."""
 
-    def __init__(self, decoded, expander, functions, plt=None, shortest_run=forest_builder.SHORTEST_RUN):
-        built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run)
+    def __init__(self, decoded, expander, functions, plt=None, shortest_run=forest_builder.SHORTEST_RUN, task=None):
+        task = task or progress.QUIET
+        built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task)
         tree = _column(built, "tree", np.int32)
         depth = _column(built, "level", np.int32) - np.array(built.tree_levels, dtype=np.int32)[tree]
         del tree

@@ -38,6 +38,7 @@ from array import array
 
 import numpy as np
 
+from .. import progress
 from ..libipt import EventType
 from ..x86.instructions import Transfer
 from . import regular_runs
@@ -65,13 +66,14 @@ class ForestArrays:
         self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
 
 
-def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN):
+def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN, task=progress.QUIET):
     """ForestArrays of ``decoded``; ``functions`` is a FunctionRanges, ``plt`` the PltSections (or None).
 
     Runs of at least ``shortest_run`` regular branches are built in bulk (regular_runs.py); None visits
-    every branch one by one: the reference the bulk build must match exactly.
+    every branch one by one: the reference the bulk build must match exactly.  ``task`` (a
+    progress.Task) hears the items done after each slice, and may stop the build there.
     """
-    builder = _Builder(decoded, expander, functions, plt, shortest_run)
+    builder = _Builder(decoded, expander, functions, plt, shortest_run, task)
     parts = decoded.parts
     for k, part in enumerate(parts):
         builder.part(part, decoded.part_starts[k], _first_ip(parts[k + 1]) if k + 1 < len(parts) else None)
@@ -87,8 +89,9 @@ def _first_ip(part):
 
 
 class _Builder:
-    def __init__(self, decoded, expander, functions, plt, shortest_run):
+    def __init__(self, decoded, expander, functions, plt, shortest_run, task):
         self.expander, self.functions, self.plt, self.shortest_run = expander, functions, plt, shortest_run
+        self.task = task
         self.nodes = ForestArrays(decoded.item_count >= 2**31)
         # The open frames, innermost last: node, return address, the pc of the frame below while it is
         # open (its call instruction; for an asynchronous frame, where the interrupted code resumes), PLT state.
@@ -157,6 +160,7 @@ class _Builder:
                 rows = rows or regular_runs.PartRows(self, branches)
                 self._visit_runs(branches, rows)
             start = branches.next_base
+            self.task.at(start)
         self.events_until(base + part.item_count)
 
     def _visit_runs(self, branches, rows):
