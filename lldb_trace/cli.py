@@ -64,7 +64,7 @@ def _dump(args):
     tids = [process_trace.thread(tid).tid for tid in dict.fromkeys(args.tid or [])] or [process_trace.stopped_tid]
     if options.mode == INFO:
         for tid in tids:  # the counts pt dump shows once LLDB has asked where the thread stopped
-            process_trace.decoded(tid)
+            process_trace.prepare(tid)
         number = {tid: k for k, tid in enumerate(process_trace.tids, start=1)}  # LLDB's thread indexes
         print(render_info(session_info(process_trace, tids, options.verbose, number.get), options))
         return

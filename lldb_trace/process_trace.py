@@ -162,6 +162,12 @@ class ProcessTrace:
             del self._tails[tid]
         return TraceEnd(decoded, not tail.complete)
 
+    def tail_if_done(self, tid):
+        """The TraceTail of ``tid`` while only its end is decoded (info commands must not decode), else None."""
+        if self._generations.get(tid) != self.source.generation(tid):
+            return None
+        return self._tails.get(tid)
+
     def prepare(self, tid):
         """What a loaded target shows first: a small trace decoded with its call forest, a large one's end."""
         end = self.end_of(tid, 1)

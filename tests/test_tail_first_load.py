@@ -67,6 +67,12 @@ def test_a_large_trace_loads_only_its_end_and_shows_where_each_thread_stopped(tm
     assert tail == whole
 
 
+def test_the_session_info_says_how_much_of_a_thread_is_decoded(tmp):
+    _, (info, _bt, after) = run(tmp / "i", THREADS, ["pt dump", "bt", "pt dump"], tail_first=True)
+    assert re.search(r"decoded at its end only: its last \d+ instructions, from trace byte \d+ on", info)
+    assert "instructions: 12270, errors: 0, events: 92" in after and "decoded at its end only" not in after
+
+
 def test_bt_and_frame_select_decode_the_threads_they_show(tmp):
     commands = ["bt", "thread select 1", "up", "frame select 0", "bt all", "thread list"]
     decoded, tail = run(tmp / "c", THREADS, commands, tail_first=True)

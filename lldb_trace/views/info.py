@@ -68,6 +68,8 @@ def _thread_info(process_trace, tid, index, position):
         end = decoded.item_count
         position = end if position is None else position
         info["position"] = {"index": position, "end": end, "text": describe_position(position, end)}
+    elif (tail := process_trace.tail_if_done(tid)) is not None:  # a large trace, decoded only at its end so far
+        info["decodedEnd"] = {"instructions": tail.decoded.instruction_count, "fromOffset": tail.start_offset}
     return info
 
 
@@ -117,6 +119,13 @@ def info_text(info):
                 "what the thread ran after its last complete packet is unknown"
             )
         decoded = thread.get("decoded")
+        if decoded is None and "decodedEnd" in thread:
+            end = thread["decodedEnd"]
+            lines.append(
+                f"      decoded at its end only: its last {end['instructions']} instructions, from trace byte"
+                f" {end['fromOffset']} on ('bt' or a history command decodes the rest)"
+            )
+            continue
         if decoded is None:
             lines.append("      not decoded yet")
             continue
