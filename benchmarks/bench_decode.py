@@ -9,9 +9,9 @@ child), medians of ``repeat`` runs:
 - ``api``: plain Python, no LLDB: ProcessTrace.decoded (the full decode, in
   pieces on the machine's cores) plus the call forest; the decode's own time,
   the storage's bytes per instruction and the process's peak RSS;
-- ``ours_dump20``: lldb-22 with lldb_trace imported: ``trace load`` (which
-  decodes, to show where the thread stopped) + ``trace dump --instructions
-  -c 20``;
+- ``ours_dump20``: lldb-22 with lldb_trace imported: ``trace load`` + ``trace
+  dump --instructions -c 20`` (a trace of 1 MiB or more is decoded only at
+  its end for that: see bench_scale.py);
 - native cases from native_lldb.py: lldb-22's own intel-pt plugin decoding
   the same bundle (``info`` forces and reports its full decode).
 """
