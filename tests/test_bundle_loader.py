@@ -75,6 +75,17 @@ def test_unreadable_bundle_is_reported(tmp_path):
         shutil.rmtree(folder)
 
 
+@pytest.mark.parametrize("magic", [b"PERFILE2", b"2ELIFREP", b"PERFFILE"])
+def test_a_perf_data_file_is_named_as_one(tmp_path, magic):
+    path = tmp_path / "trace.data"
+    path.write_bytes(magic + bytes(200))
+    with pytest.raises(BundleError) as raised:
+        load_bundle(path)
+    assert str(raised.value) == (
+        f"{path} is a Linux perf.data file, which lldb_trace cannot load yet: load a trace bundle (its .json file)"
+    )
+
+
 def test_missing_bundle_file(tmp_path):
     with pytest.raises(BundleError, match=r"absent\.json: no such bundle file$"):
         load_bundle(tmp_path / "absent.json")

@@ -56,8 +56,17 @@ def _bundle_file(path):
     return path
 
 
+_PERF_DATA_MAGICS = (b"PERFILE2", b"2ELIFREP", b"PERFFILE")  # perf.data: native, byte-swapped, version 1
+
+
 def _read_text(path):
     try:
+        with open(path, "rb") as file:
+            if file.read(8) in _PERF_DATA_MAGICS:  # say so before reading what may be gigabytes
+                raise BundleError(
+                    f"{path} is a Linux perf.data file, which lldb_trace cannot load yet: load a trace bundle"
+                    " (its .json file)"
+                )
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BundleError(f"{path}: no such bundle file") from None
