@@ -1,0 +1,231 @@
+"""Writing a process's trace as a perf.data file, as ``perf record -e intel_pt//u`` lays one out.
+
+The file holds one event (the intel_pt PMU, user space only), the sideband a
+decoder needs (a COMM per thread, an MMAP2 per executable segment of each
+module, ITRACE_START), the AUXTRACE_INFO that says how to read the trace
+(config bit positions, TSC to perf time), and the raw trace bytes in
+AUXTRACE records: one buffer per thread (``--per-thread``), or one per cpu
+with the cpu-wide context switch records that split it among threads.  The
+features name the CPU (HEADER_CPUID), the modules' build-ids and the
+architecture.  Every sideband record is at perf time 0, before the first
+instruction, so a decoder knows every mapping from the start.
+
+A module is recorded under its system path when that file is the one that
+ran (same build-id), else under the file lldb_trace read it from (a bundle's
+copy), so perf on this machine finds each binary where the file says.
+"""
+
+import os
+import struct
+from dataclasses import dataclass
+
+from .. import libipt
+from ..elf_info import ElfInfo
+from ..perf import attr as perf_attr
+from ..perf.auxtrace import IntelPtInfo, pack_auxtrace, pack_finished_round, pack_time_conv
+from ..perf.data_file import (
+    FILE_HEADER_SIZE,
+    MAGIC,
+    SECTION,
+    BuildIdEntry,
+    Feature,
+    FileHeader,
+    Section,
+    pack_build_ids,
+    pack_string,
+)
+from ..perf.records import pack_switch_record
+from ..perf.sideband import (
+    PERF_RECORD_COMM,
+    PERF_RECORD_ITRACE_START,
+    PERF_SAMPLE_CPU,
+    PERF_SAMPLE_IDENTIFIER,
+    PERF_SAMPLE_TID,
+    PERF_SAMPLE_TIME,
+    SampleId,
+    SampleIdLayout,
+    name_bytes,
+    pack_mmap2,
+    pack_record,
+)
+
+INTEL_PT_PMU_TYPE = 8  # the intel_pt PMU's type where the machine has none to ask (a dynamic PMU number)
+CONFIG_PT = 1 << 0  # intel_pt format bits: pt, tsc, branch
+CONFIG_TSC = 1 << 10
+CONFIG_BRANCH = 1 << 13
+# IP, TID, TIME, CPU, IDENTIFIER: perf finds a record's event by its IDENTIFIER once it adds its own events
+SAMPLE_TYPE = 1 | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER
+EVENT_ID = 1
+_ID_LAYOUT = SampleIdLayout(SAMPLE_TYPE)
+_PAGE = 0x1000
+ATTR_SIZE = perf_attr.PERF_ATTR_SIZE_VER5  # the first size with AUX fields: every perf since Linux 4.1 reads it
+
+
+@dataclass(frozen=True)
+class CpuStream:
+    """One cpu's raw trace and its context switches (SwitchCpuWide, perf times), for a per-cpu file."""
+
+    cpu: int
+    trace: bytes
+    switches: tuple
+
+
+def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=INTEL_PT_PMU_TYPE):
+    """The perf.data of ``process`` (a bundle.saver SaveProcess): per thread, or per cpu with ``cpu_streams``."""
+    traces = [thread for thread in process.threads if thread.trace]
+    streams = [stream.trace for stream in cpu_streams] or [thread.trace for thread in traces]
+    timed = any(_has_tsc(trace) for trace in streams)
+    info = IntelPtInfo(
+        pmu_type=pmu_type,
+        time_shift=tsc_conversion.time_shift if tsc_conversion else 0,
+        time_mult=tsc_conversion.time_mult if tsc_conversion else 1,
+        time_zero=tsc_conversion.time_zero if tsc_conversion else 0,
+        cap_user_time_zero=1 if tsc_conversion else 0,
+        have_sched_switch=3 if cpu_streams else 0,
+        per_cpu_mmaps=1 if cpu_streams else 0,
+    )
+    records = bytearray(info.pack())
+    if tsc_conversion:
+        records += pack_time_conv(info.time_shift, info.time_mult, info.time_zero)
+    names = _recorded_names(process.modules)
+    for thread in process.threads:
+        records += _task_record(PERF_RECORD_COMM, process.pid, thread.tid, name_bytes(_comm(names)))
+    for module in process.modules:
+        records += _mmaps(process.pid, module, names.get(module.system_path))
+    for thread in process.threads:
+        records += _task_record(PERF_RECORD_ITRACE_START, process.pid, thread.tid)
+    records += pack_finished_round()
+    if cpu_streams:
+        for stream in cpu_streams:
+            for switch in stream.switches:
+                records += _switch(switch, stream.cpu)
+        for idx, stream in enumerate(cpu_streams):
+            records += _aux_buffer(idx, None, stream.cpu, stream.trace)
+    else:
+        for idx, thread in enumerate(traces):
+            records += _aux_buffer(idx, thread.tid, None, thread.trace)
+    records += pack_finished_round()
+    config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0)
+    features = {
+        Feature.BUILD_ID: pack_build_ids(
+            BuildIdEntry(process.pid, module.uuid, names[module.system_path])
+            for module in process.modules
+            if module.uuid and module.system_path in names
+        ),
+        Feature.ARCH: pack_string("x86_64"),
+        Feature.NRCPUS: struct.pack("<II", max(len(cpu_streams), 1), max(len(cpu_streams), 1)),
+        Feature.CPUID: pack_string(_cpuid(cpu)),
+    }
+    return _file(_attr(pmu_type, config), bytes(records), features)
+
+
+def _file(attr, records, features):
+    """Header, the event's id, its attribute entry, the records, then the feature table and features."""
+    attr_bytes = bytes(attr)[: attr.size]
+    ids = Section(FILE_HEADER_SIZE, 8)
+    attrs = Section(ids.end, len(attr_bytes) + SECTION.size)
+    data = Section(attrs.end, len(records))
+    table = bytearray()
+    blobs = bytearray()
+    blob_start = data.end + SECTION.size * len(features)
+    for bit in sorted(features):
+        table += SECTION.pack(blob_start + len(blobs), len(features[bit]))
+        blobs += features[bit]
+    header = FileHeader(MAGIC, FILE_HEADER_SIZE, attrs.size, attrs, data, Section(0, 0), frozenset(features))
+    return b"".join(
+        (header.pack(), struct.pack("<Q", EVENT_ID), attr_bytes, SECTION.pack(*ids), records, bytes(table), bytes(blobs))
+    )
+
+
+def _attr(pmu_type, config):
+    attr = perf_attr.perf_event_attr(type=pmu_type, size=ATTR_SIZE, config=config, sample_type=SAMPLE_TYPE)
+    attr.sample_period = 1
+    attr.exclude_kernel = attr.exclude_hv = 1
+    attr.disabled = attr.enable_on_exec = 1
+    attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = attr.sample_id_all = 1
+    attr.context_switch = 1
+    return attr
+
+
+def _has_tsc(trace):
+    """Whether the trace's first PSB+ holds a TSC packet (then it has timestamps throughout)."""
+    try:
+        with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
+            decoder.sync_forward()
+            for packet in decoder:
+                name = type(packet).__name__
+                if name == "Tsc":
+                    return True
+                if name == "Psbend":
+                    return False
+    except libipt.LibiptError:
+        return False
+    return False
+
+
+def _task_record(kind, pid, tid, name=b""):
+    return pack_record(kind, struct.pack("<II", pid, tid) + name + _ID_LAYOUT.pack(SampleId(pid, tid, 0, EVENT_ID, 0)))
+
+
+def _switch(switch, cpu):
+    """A PERF_RECORD_SWITCH_CPU_WIDE with this file's sample_id (pid, tid, time, cpu)."""
+    record = bytearray(pack_switch_record(switch.is_out, *_switch_fields(switch), preempted=switch.preempted))
+    body = bytes(record[8:16]) + _ID_LAYOUT.pack(SampleId(switch.pid, switch.tid, switch.time_ns, EVENT_ID, cpu))
+    return pack_record(15, body, struct.unpack_from("<H", record, 4)[0])
+
+
+def _switch_fields(switch):
+    return switch.pid, switch.tid, switch.next_prev_pid, switch.next_prev_tid, switch.time_ns
+
+
+def _aux_buffer(idx, tid, cpu, trace):
+    """A PERF_RECORD_AUX then the AUXTRACE record and bytes (padded to 8 with PAD packets, as perf pads)."""
+    padded = bytes(trace) + b"\0" * (-len(trace) % 8)
+    aux = struct.pack("<QQQ", 0, len(padded), 0) + _ID_LAYOUT.pack(SampleId(tid or 0, tid or 0, 0, EVENT_ID, cpu or 0))
+    return pack_record(11, aux) + pack_auxtrace(len(padded), 0, idx, idx, tid, cpu) + padded
+
+
+def _recorded_names(modules):
+    """``{system path: the name to record}``: the system path if that file is the one that ran, else our copy."""
+    names = {}
+    for module in modules:
+        if module.path is None:
+            continue  # only in memory (a live process's vdso): perf finds no file for it either way
+        names[module.system_path] = module.system_path
+        if str(module.path) != module.system_path and not _same_file(module.system_path, module.uuid):
+            names[module.system_path] = os.path.abspath(module.path)
+    return names
+
+
+def _same_file(path, build_id):
+    try:
+        return os.path.isfile(path) and (not build_id or ElfInfo(path).build_id == build_id)
+    except Exception:  # unreadable or not ELF: not the module
+        return False
+
+
+def _mmaps(pid, module, name):
+    """One MMAP2 per executable PT_LOAD segment of ``module``, page-aligned as the kernel maps it."""
+    if name is None:
+        return b""
+    out = bytearray()
+    for segment in ElfInfo(module.path).loaded_segments(module.load_address):
+        if not segment.executable:
+            continue
+        start = segment.vaddr & ~(_PAGE - 1)
+        end = -(-(segment.vaddr + segment.size) // _PAGE) * _PAGE
+        pgoff = segment.offset - (segment.vaddr - start)
+        sample_id = _ID_LAYOUT.pack(SampleId(pid, pid, 0, EVENT_ID, 0))
+        out += pack_mmap2(pid, pid, start, end - start, pgoff, name, sample_id, module.uuid)
+    return bytes(out)
+
+
+def _comm(names):
+    """The process's command name (as the kernel keeps it: 15 characters): its main executable's file name."""
+    first = next(iter(names.values()), "program")
+    return os.path.basename(first)[:15]
+
+
+def _cpuid(cpu):
+    vendor = "GenuineIntel" if cpu.vendor == "intel" else "unknown"
+    return f"{vendor},{cpu.family},{cpu.model},{cpu.stepping}"
