@@ -22,7 +22,7 @@ from .decode.cursor import TraceCursor
 from .decode.plt import PltSections
 from .decode.tail import TraceTail
 from .errors import LldbTraceError
-from .sources import FileSource, PerCpuSource
+from .sources import AuxStreamSource, FileSource, PerCpuSource
 from .symbolize.function_ranges import FunctionRanges
 
 TAIL_FIRST_BYTES = 1 << 20  # a trace this large is decoded from its end first (a whole decode takes a second)
@@ -50,7 +50,7 @@ class ProcessTrace:
     def __init__(self, bundle, process, source=None, workers=None, tail_first_bytes=None):
         self.bundle = bundle
         self.process = process
-        self.source = source or (PerCpuSource(bundle, self.tids) if bundle.cpus else FileSource(process))
+        self.source = source or _bundle_source(bundle, process, self.tids)
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
         memory.return_freed_memory()  # decoded arrays of tens of MB come and go
@@ -118,9 +118,27 @@ class ProcessTrace:
             if trace is None:
                 return None
             title = f"Decoding the trace of thread {tid}"
-            self._decoded[tid] = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title)
+            breaks = self.source.breaks(tid)
+            decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks)
+            self._name_missing_code(decoded)
+            self._decoded[tid] = decoded
             self._tails.pop(tid, None)
         return self._decoded[tid]
+
+    def _name_missing_code(self, decoded):
+        """Gaps in the code of a module whose binary was not found (a perf.data's) say which module it is."""
+        missing = self.process.missing_modules
+        if not missing:
+            return
+
+        def name_of(ip):
+            for module in missing:
+                if module.start <= ip < module.end:
+                    return f"no binary for {module.system_path} (code at {ip:#x}): load with --search-path DIR"
+            return None
+
+        for part in decoded.parts:
+            part.name_missing_code(name_of)
 
     def _forget_if_changed(self, tid):
         """Drop what was decoded of ``tid`` if its source changed since (a live process ran)."""
@@ -144,19 +162,20 @@ class ProcessTrace:
     def end_of(self, tid, instructions):
         """A TraceEnd of ``tid`` with at least its last ``instructions`` (all, if fewer); None without a trace.
 
-        A trace smaller than ``tail_first_bytes``, or already decoded, is decoded whole.
+        A trace smaller than ``tail_first_bytes``, already decoded, or with data lost inside, is decoded whole.
         """
         trace = self.trace_bytes(tid)
         if trace is None:
             return None
         self._forget_if_changed(tid)
-        if tid in self._decoded or len(trace) < self.tail_first_bytes:
+        if tid in self._decoded or len(trace) < self.tail_first_bytes or self.source.breaks(tid):
             return TraceEnd(self.decoded(tid), False)
         tail = self._tails.get(tid)
         if tail is None:
             title = f"Decoding the end of the trace of thread {tid}"
             tail = self._tails[tid] = TraceTail(trace, self.cpu, self.image, self.expander, title)
         decoded = tail.extend(instructions)
+        self._name_missing_code(decoded)
         if tail.complete:  # the whole trace: its indexes are the trace's
             self._decoded[tid] = decoded
             del self._tails[tid]
@@ -209,3 +228,12 @@ class ProcessTrace:
             with progress.task(f"Building the call tree of thread {tid}", decoded.item_count) as task:
                 self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt, task=task)
         return self._forests[tid]
+
+
+def _bundle_source(bundle, process, tids):
+    """Where a bundle's traces are: per-cpu files (or a perf.data's cpus), a perf.data's threads, or files."""
+    if bundle.cpus:
+        return PerCpuSource(bundle, tids)
+    if bundle.thread_streams is not None:
+        return AuxStreamSource(bundle.path, bundle.thread_streams)
+    return FileSource(process)

@@ -24,9 +24,17 @@ class BundleError(LldbTraceError):
     """The bundle cannot be loaded; the message names where and what to do."""
 
 
-def load_bundle(path):
-    """Parse, validate and check the bundle at ``path`` (a JSON file, or a folder holding trace.json)."""
+def load_bundle(path, binaries=None):
+    """Parse, validate and check the bundle at ``path`` (a JSON file, or a folder holding trace.json).
+
+    A Linux perf.data (known by its magic, whatever its name) is read by perf_data instead; ``binaries``
+    (a perf_data.BinarySearch) says where else to look for the binaries it names.
+    """
     path = _bundle_file(Path(path).expanduser().absolute())
+    if _is_perf_data(path):
+        from ..perf_data import load_perf_data  # perf_data builds this package's model: imported when needed
+
+        return load_perf_data(path, binaries)
     text = _read_text(path)
     try:
         document = json.loads(text)
@@ -59,14 +67,16 @@ def _bundle_file(path):
 _PERF_DATA_MAGICS = (b"PERFILE2", b"2ELIFREP", b"PERFFILE")  # perf.data: native, byte-swapped, version 1
 
 
-def _read_text(path):
+def _is_perf_data(path):
     try:
         with open(path, "rb") as file:
-            if file.read(8) in _PERF_DATA_MAGICS:  # say so before reading what may be gigabytes
-                raise BundleError(
-                    f"{path} is a Linux perf.data file, which lldb_trace cannot load yet: load a trace bundle"
-                    " (its .json file)"
-                )
+            return file.read(8) in _PERF_DATA_MAGICS
+    except OSError:
+        return False  # _read_text says what is wrong
+
+
+def _read_text(path):
+    try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BundleError(f"{path}: no such bundle file") from None

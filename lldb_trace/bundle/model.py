@@ -91,20 +91,46 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class MissingModule:
+    """A module the trace ran through whose binary was not found (a perf.data's mapping): its code is a gap."""
+
+    system_path: str
+    build_id: str | None
+    start: int
+    end: int
+
+    def describe(self):
+        build_id = f" (build-id {self.build_id})" if self.build_id else ""
+        return f"{self.system_path}{build_id} at {self.start:#x}-{self.end:#x}"
+
+
+@dataclass(frozen=True)
 class Process:
     pid: int
     triple: str
     threads: tuple[Thread, ...]
     modules: tuple[Module, ...]
+    missing_modules: tuple[MissingModule, ...] = ()
+    name: str | None = None  # the command name a perf.data recorded
 
 
 @dataclass(frozen=True)
 class CpuTrace:
-    """A per-core trace and the context switch records that split it among threads."""
+    """A per-core trace and the context switch records that split it among threads.
+
+    A bundle names files; a perf.data gives the bytes (``trace_data``, ``switch_data``: the switch
+    records in LLDB's layout), and its own path as both files, for messages.
+    """
 
     cpu_id: int
     trace: Path
     context_switches: Path
+    trace_data: object = field(default=None, repr=False)
+    switch_data: bytes | None = field(default=None, repr=False)
+    breaks: tuple = ()  # where a perf.data's cpu trace does not continue (perf_data.aux_streams.Break)
+
+    def read_trace(self):
+        return self.trace_data if self.trace_data is not None else self.trace.read_bytes()
 
 
 @dataclass(frozen=True)
@@ -125,3 +151,4 @@ class Bundle:
     tsc_conversion: TscConversion | None = None
     kernel: Kernel | None = None
     text: str = field(default="", repr=False)
+    thread_streams: dict | None = field(default=None, repr=False)  # a perf.data's {tid: AuxStream}

@@ -6,6 +6,7 @@ from ..bundle import load_bundle
 from ..debugger import registry
 from ..debugger.postmortem import create_targets
 from ..decode.truncation import find_file_cut
+from ..perf_data import BinarySearch
 from ..views import info_text
 from .base import TraceCommand, help_paragraphs
 from .dump import lldb_session_info
@@ -16,12 +17,17 @@ class LoadCommand(TraceCommand):
     short_help = "Load trace bundles: each traced process becomes a target stopped where its trace ends."
     long_help = help_paragraphs(
         "Each <filename> is a trace bundle's JSON file, or a folder holding trace.json, in the processor-trace RFC's"
-        " format or in LLDB's native intel-pt format ('pt schema all' shows both). Every process in it becomes a"
+        " format or in LLDB's native intel-pt format ('pt schema all' shows both), or a Linux perf.data recorded with"
+        " the intel_pt event (per thread or per cpu). Every process in it becomes a"
         " target with its modules at their load addresses and one thread per traced thread, stopped where its"
         " trace ends, so 'thread list', 'bt', 'image lookup', 'disassemble' and 'source list' work as on a core"
         " file. Then 'trace dump --instructions' and 'trace dump --function-calls' show what ran.",
         "A bundle with any problem is rejected whole, naming the JSON path or the file at fault, and no target is"
         " left behind.",
+        "A perf.data names its binaries by path: each is read from there, else from perf's build-id cache"
+        " (~/.debug), else from the same path under each --sysroot, else from each --search-path folder (by path"
+        " or file name); a build-id that differs (the program was rebuilt) is passed over. A binary not found"
+        " leaves its code a gap in the trace, named by 'trace dump'.",
         "--verbose also prints what each target holds, as 'trace dump' shows it: the CPU, every module (file"
         " read, load address, size, uuid) and every thread's trace.",
     )
@@ -29,13 +35,33 @@ class LoadCommand(TraceCommand):
     def setup_command_definition(self):
         parser = self.get_parser()
         parser.add_option("v", "verbose", "Also print each target's modules and threads' traces.", default=None)
+        parser.add_option(
+            "s", "search-path", "A perf.data's binaries may be in this folder (repeatable).", default=None,
+            value_type=lldb.eArgTypeDirectoryName,
+        )  # fmt: skip
+        parser.add_option(
+            "r", "sysroot", "A perf.data's binaries may be at their paths under this root (repeatable).", default=None,
+            value_type=lldb.eArgTypeDirectoryName,
+        )  # fmt: skip
         parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plus")])
+        self.folders = {"search-path": [], "sysroot": []}
+
+    def option_parsing_started(self):
+        super().option_parsing_started()
+        self.folders = {"search-path": [], "sysroot": []}
+
+    def set_option_value(self, exe_ctx, opt_name, opt_value):
+        if opt_name not in self.folders:
+            return super().set_option_value(exe_ctx, opt_name, opt_value)
+        self.folders[opt_name].append(opt_value)
+        return True
 
     def run(self, debugger, args, exe_ctx, result):
         if not args:
             result.SetError("give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)")
             return
-        bundles = [load_bundle(path) for path in args]  # check every bundle before creating any target
+        binaries = BinarySearch.default(self.folders["sysroot"], self.folders["search-path"])
+        bundles = [load_bundle(path, binaries) for path in args]  # check every bundle before creating any target
         for bundle in bundles:
             targets = create_targets(debugger, bundle)
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")

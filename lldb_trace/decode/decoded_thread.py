@@ -37,6 +37,7 @@ class Gap:
     text: str
     offset: int  # where in the trace buffer decoding failed
     last_ip: int | None  # the last instruction decoded before it
+    missing_ip: int | None = None  # where the code was not in the image (a NOMAP error)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class DecodedPart:
         if not len(self.entries) % CHECKPOINT_SPACING:
             self.checkpoints.append(self.item_count)
         self.entries.append(self._new_row(len(self.gaps), 0, 0))
-        self.gaps.append(Gap(self.item_count, code, text, self.trace_offset + offset, self._last_end))
+        self.gaps.append(Gap(self.item_count, code, text, self.trace_offset + offset, self._last_end, missing_ip))
         self.item_count += 1
         if missing_ip:
             self.end_ip = missing_ip  # the thread went on into code the image lacks
@@ -243,6 +244,13 @@ class DecodedPart:
 
     def finish(self):
         self._block_ids = None  # only needed while decoding
+
+    def name_missing_code(self, name_of):
+        """Give each gap in code the image lacks the text ``name_of(ip)`` says (None: keep libipt's)."""
+        for k, gap in enumerate(self.gaps):
+            text = gap.missing_ip is not None and name_of(gap.missing_ip)
+            if text:
+                self.gaps[k] = replace(gap, text=text)
 
     # -- reading ----------------------------------------------------------------------
 

@@ -133,7 +133,15 @@ def _file(attr, records, features):
         blobs += features[bit]
     header = FileHeader(MAGIC, FILE_HEADER_SIZE, attrs.size, attrs, data, Section(0, 0), frozenset(features))
     return b"".join(
-        (header.pack(), struct.pack("<Q", EVENT_ID), attr_bytes, SECTION.pack(*ids), records, bytes(table), bytes(blobs))
+        (
+            header.pack(),
+            struct.pack("<Q", EVENT_ID),
+            attr_bytes,
+            SECTION.pack(*ids),
+            records,
+            bytes(table),
+            bytes(blobs),
+        )
     )
 
 

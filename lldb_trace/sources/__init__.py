@@ -11,14 +11,17 @@ where the bytes came from.  Every source answers the same questions:
   live process), as ``(system path, load address, bytes)``, for ``trace save``;
 - ``stop(tid)``: how the thread stopped, where the source knows it (a live
   thread stopped by a signal), else None and the bundle's word holds;
+- ``breaks(tid)``: where the bytes stop continuing each other (trace lost
+  while recording, as a perf.data can say), each decoded past with a gap;
 - ``name``: the kind of source, as ``trace dump`` names the bundle format.
 
-FileSource reads one file per thread, PerCpuSource splits per-cpu traces
-among threads with their context switches (per_cpu.py), and LiveSource
-reads a capture backend of a live process.
+FileSource reads one file per thread, AuxStreamSource a perf.data's buffers
+per thread, PerCpuSource splits per-cpu traces (files or a perf.data's) among
+threads with their context switches (per_cpu.py), and LiveSource reads a
+capture backend of a live process.
 """
 
-from .files import FileSource, PerCpuSource
+from .files import AuxStreamSource, FileSource, PerCpuSource
 from .live import FrozenBackend, LiveSource, live_module
 
-__all__ = ["FileSource", "FrozenBackend", "LiveSource", "PerCpuSource", "live_module"]
+__all__ = ["AuxStreamSource", "FileSource", "FrozenBackend", "LiveSource", "PerCpuSource", "live_module"]

@@ -2,6 +2,7 @@
 
 import mmap
 import os
+from dataclasses import replace
 
 from . import per_cpu
 
@@ -23,6 +24,9 @@ class FileSource:
 
     def generation(self, _tid):
         return 0
+
+    def breaks(self, _tid):
+        return ()
 
     def describe(self, tid):
         thread = self._threads[tid]
@@ -54,6 +58,7 @@ class PerCpuSource:
 
     def __init__(self, bundle, tids):
         self._streams = per_cpu.thread_streams(bundle, tids)
+        self._cpu_breaks = {cpu.cpu_id: cpu.breaks for cpu in bundle.cpus if cpu.breaks}
 
     def trace_bytes(self, tid):
         stream = self._streams.get(tid)
@@ -61,6 +66,23 @@ class PerCpuSource:
 
     def generation(self, _tid):
         return 0
+
+    def breaks(self, tid):
+        """Where a cpu's trace was lost (a perf.data's), placed in the thread's stream."""
+        stream = self._streams.get(tid)
+        if stream is None or not self._cpu_breaks:
+            return ()
+        found = {}
+        for piece in stream.pieces:
+            for lost in self._cpu_breaks.get(piece.cpu, ()):
+                if piece.cpu_offset <= lost.offset < piece.cpu_offset + piece.size:
+                    at = (
+                        piece.start
+                        if lost.offset == piece.cpu_offset
+                        else piece.offset + lost.offset - piece.cpu_offset
+                    )
+                    found.setdefault(at, replace(lost, offset=at))
+        return tuple(found[at] for at in sorted(found) if at > 0)
 
     def describe(self, tid):
         stream = self._streams.get(tid)
@@ -81,3 +103,39 @@ class PerCpuSource:
 
     def stop(self, _tid):
         return None  # the bundle says how its threads stopped
+
+
+class AuxStreamSource:
+    """A perf.data recorded per thread: each thread's AUXTRACE buffers joined (perf_data.aux_streams)."""
+
+    name = "perf.data"
+
+    def __init__(self, path, streams):
+        self._path = path
+        self._streams = streams  # tid -> AuxStream
+
+    def trace_bytes(self, tid):
+        stream = self._streams.get(tid)
+        return stream.data if stream is not None and len(stream) else None
+
+    def generation(self, _tid):
+        return 0
+
+    def breaks(self, tid):
+        stream = self._streams.get(tid)
+        return stream.breaks if stream is not None else ()
+
+    def describe(self, tid):
+        stream = self._streams.get(tid)
+        return {
+            "traceFile": str(self._path),
+            "traceSize": len(stream) if stream is not None else 0,
+            "auxBuffers": stream.buffers if stream is not None else 0,
+            "dataLost": [{"offset": b.offset, "reason": b.reason} for b in stream.breaks] if stream else [],
+        }
+
+    def memory_modules(self):
+        return ()
+
+    def stop(self, _tid):
+        return None

@@ -62,6 +62,9 @@ class LiveSource:
     def describe(self, tid):
         return {"live": {"backend": self.backend.name, "bytes": len(self.backend.trace_bytes(tid) or b"")}}
 
+    def breaks(self, _tid):
+        return ()  # a live capture's buffer is read whole at every stop
+
     def memory_modules(self):
         return self._memory_modules()
 

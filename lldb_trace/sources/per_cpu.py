@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from .. import libipt
 from ..errors import LldbTraceError
-from .context_switches import read_context_switches
+from .context_switches import parse_context_switches, read_context_switches
 from .cpu_trace_segments import SYNC_KINDS, scan_segments, timed_segments
 from .thread_stream import SegmentRun, join_thread_stream
 
@@ -124,8 +124,12 @@ def split_bundle(bundle, tids=None):
     lost_by_tid = dict.fromkeys(wanted, 0)
     cpu_splits = []
     for cpu_trace in sorted(bundle.cpus, key=lambda c: c.cpu_id):
-        switches = read_context_switches(cpu_trace.context_switches, cpu_trace.cpu_id, bundle.tsc_conversion)
-        data = cpu_trace.trace.read_bytes()
+        if cpu_trace.switch_data is not None:
+            source = f"{cpu_trace.context_switches} (context switch records)"
+            switches = parse_context_switches(cpu_trace.switch_data, cpu_trace.cpu_id, bundle.tsc_conversion, source)
+        else:
+            switches = read_context_switches(cpu_trace.context_switches, cpu_trace.cpu_id, bundle.tsc_conversion)
+        data = cpu_trace.read_trace()
         boundaries = sorted({t for e in switches.executions for t in (e.start_tsc, e.end_tsc)})
         segments = timed_segments(scan_segments(data, cpu, boundaries))
         if data and all(s.tsc is None for s in segments):

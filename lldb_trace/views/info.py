@@ -33,6 +33,12 @@ def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, po
         ],
         "threads": [_thread_info(process_trace, tid, thread_index(tid), position(tid)) for tid in tids],
     }
+    missing = process_trace.process.missing_modules
+    if missing:  # a perf.data's mappings whose binary was not found: their code is a gap
+        info["missingModules"] = [
+            {"systemPath": m.system_path, "uuid": m.build_id, "start": f"0x{m.start:x}", "end": f"0x{m.end:x}"}
+            for m in missing
+        ]
     if verbose:
         info["bundleText"] = bundle.text
     return info
@@ -90,6 +96,10 @@ def info_text(info):
             lines.append(f"      file: {module['file']}")
         lines.append(f"      load address: {module['loadAddress']}, size: {module['size']} bytes")
         lines.append(f"      uuid: {module['uuid'] or '(none)'}")
+    for module in info.get("missingModules", ()):
+        uuid = f" (build-id {module['uuid']})" if module["uuid"] else ""
+        lines.append(f"    {module['systemPath']}{uuid}: binary not found, its code is a gap in the trace")
+        lines.append(f"      mapped at {module['start']}-{module['end']}; give its folder with --search-path DIR")
     lines.append("  Threads:")
     for thread in info["threads"]:
         index = f"thread #{thread['index']}: " if thread["index"] is not None else ""
@@ -110,7 +120,10 @@ def info_text(info):
             lines.append("      no trace of its own")
             continue
         else:
-            lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes)")
+            buffers = f" in {thread['auxBuffers']} AUX buffers" if thread.get("auxBuffers", 1) > 1 else ""
+            lines.append(f"      trace file: {thread['traceFile']} ({thread['traceSize']} bytes{buffers})")
+        for lost in thread.get("dataLost", ()):
+            lines.append(f"      data lost at trace byte {lost['offset']}: {lost['reason']}")
         if "position" in thread:
             lines.append(f"      position: {thread['position']['text']}")
         if "truncated" in thread:

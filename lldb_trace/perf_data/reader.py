@@ -1,0 +1,353 @@
+"""Reading a perf.data file into a :class:`Recording`: its events, features and the records a trace needs.
+
+The file is mapped, not read: AUXTRACE buffers stay where they are, named by
+their offset, and only the records between them are visited (one pass over
+the data section).  Anything that is not a well-formed, native-endian,
+file-mode perf.data with an Intel PT event is a :class:`PerfDataError`
+naming the file, the byte, and what to do.
+"""
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+
+from ..errors import LldbTraceError
+from ..perf import attr as perf_attr
+from ..perf.auxtrace import (
+    AUXTRACE,
+    AUXTRACE_NAMES,
+    PERF_AUXTRACE_INTEL_PT,
+    PERF_RECORD_AUXTRACE,
+    PERF_RECORD_AUXTRACE_INFO,
+    PERF_RECORD_HEADER_ATTR,
+    IntelPtInfo,
+    unpack_auxtrace,
+    unpack_auxtrace_info,
+)
+from ..perf.data_file import (
+    FILE_HEADER_SIZE,
+    MAGIC,
+    MAGIC_BIG_ENDIAN,
+    MAGIC_VERSION_1,
+    PIPE_HEADER_SIZE,
+    SECTION,
+    Feature,
+    FileHeader,
+    Section,
+    unpack_build_ids,
+    unpack_string,
+)
+from ..perf.records import PERF_RECORD_SWITCH_CPU_WIDE, RecordHeader, SwitchCpuWide
+from ..perf.sideband import (
+    AUX,
+    FORK_EXIT,
+    PERF_RECORD_AUX,
+    PERF_RECORD_COMM,
+    PERF_RECORD_FORK,
+    PERF_RECORD_ITRACE_START,
+    PERF_RECORD_MMAP,
+    PERF_RECORD_MMAP2,
+    PERF_RECORD_SAMPLE,
+    TASK_IDS,
+    SampleIdLayout,
+    read_name,
+    unpack_mmap,
+)
+
+_HEADER = struct.Struct("<IHH")
+_ATTR_MIN = perf_attr.PERF_ATTR_SIZE_VER0
+_ATTR_FULL = perf_attr.PERF_ATTR_SIZE_VER8  # shorter attrs (older perf) read zero-extended, longer ones cut
+_SWITCH_OUT = 1 << 13
+_SWITCH_PREEMPT = 1 << 14
+_EVENT_NAMES = {(0, 0): "cycles", (0, 1): "instructions", (1, 0): "cpu-clock", (1, 1): "task-clock"}
+
+
+class PerfDataError(LldbTraceError):
+    """The file is not a perf.data that lldb_trace can load; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of the attribute table."""
+
+    type: int
+    config: int
+    sample_type: int
+    sample_id_all: bool
+    ids: tuple
+
+
+@dataclass
+class Recording:
+    """What a perf.data holds that a trace needs; ``data`` is the mapped file (AUXTRACE bytes are read from it)."""
+
+    path: str
+    data: object
+    intel_pt: IntelPtInfo
+    cpuid: str | None = None
+    build_ids: dict = field(default_factory=dict)  # file name -> hex build-id
+    comms: dict = field(default_factory=dict)  # tid -> command name
+    pids: dict = field(default_factory=dict)  # tid -> pid
+    mmaps: list = field(default_factory=list)  # (time or None, sideband.Mmap), executable only
+    buffers: list = field(default_factory=list)  # perf.auxtrace.AuxtraceBuffer, in file order
+    aux: list = field(default_factory=list)  # (cpu or None, tid or None, aux_offset, aux_size, flags)
+    switches: dict = field(default_factory=dict)  # cpu -> [SwitchCpuWide] in file order
+    lost_records: int = 0
+
+
+def read_recording(path):
+    """The Recording of the perf.data at ``path``; PerfDataError if it cannot be used."""
+    path = os.path.abspath(os.path.expanduser(str(path)))
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY) if size else b""
+    except FileNotFoundError:
+        raise PerfDataError(f"{path}: no such file") from None
+    except PermissionError:
+        raise PerfDataError(f"{path}: permission denied: make it readable (chmod +r)") from None
+    except OSError as error:
+        raise PerfDataError(f"{path}: cannot read: {error.strerror}") from None
+    return _Reader(path, data).read()
+
+
+class _Reader:
+    def __init__(self, path, data):
+        self.path, self.data = path, data
+
+    def fail(self, reason):
+        raise PerfDataError(f"{self.path}: {reason}")
+
+    def read(self):
+        header = self._header()
+        events = self._events(header)
+        features = self._features(header)
+        self._check_data(header)
+        recording = self._records(header.data, events)
+        cpuid = features.get(Feature.CPUID)
+        if cpuid is not None:
+            recording.cpuid = self._feature_string(cpuid, "HEADER_CPUID")
+        build_ids = features.get(Feature.BUILD_ID)
+        if build_ids is not None:
+            try:
+                recording.build_ids = {e.filename: e.build_id for e in unpack_build_ids(build_ids)}
+            except ValueError as error:
+                self.fail(f"its build-id feature (HEADER_BUILD_ID) is damaged: {error}")
+        return recording
+
+    def _header(self):
+        data = self.data
+        if len(data) < 8:
+            self.fail(f"{len(data)} bytes: too short to be a perf.data file")
+        magic = bytes(data[:8])
+        if magic == MAGIC_BIG_ENDIAN:
+            self.fail("a perf.data written on a big-endian machine: convert it there (perf inject) or record on x86")
+        if magic == MAGIC_VERSION_1:
+            self.fail("a version 1 perf.data (PERFFILE) from a perf older than Linux 3.x: record it again")
+        if magic != MAGIC:
+            self.fail("not a perf.data file (no PERFILE2 magic)")
+        if len(data) >= 16 and struct.unpack_from("<Q", data, 8)[0] == PIPE_HEADER_SIZE:
+            self.fail(
+                "a pipe-mode perf.data (perf record -o -), which lldb_trace cannot load yet: "
+                "write it as a file with 'perf inject -i FILE -o FILE.data'"
+            )
+        if len(data) < FILE_HEADER_SIZE:
+            self.fail(f"{len(data)} bytes: the file ends inside its {FILE_HEADER_SIZE}-byte header (truncated?)")
+        header = FileHeader.unpack(data)
+        if header.size != FILE_HEADER_SIZE:
+            self.fail(
+                f"its header is {header.size} bytes, not {FILE_HEADER_SIZE}: a perf.data format newer than "
+                "lldb_trace reads"
+            )
+        unknown = sorted(bit for bit in header.features if bit == 0 or bit > max(Feature))
+        if unknown:
+            self.fail(
+                f"its header sets feature bit {unknown[0]}, unknown to lldb_trace (a perf newer than Linux 6.18?): "
+                "please report it with the perf version that wrote the file"
+            )
+        for name, section in (("attribute", header.attrs), ("data", header.data)):
+            if section.end > len(data):
+                self.fail(
+                    f"its {name} section ({section.size} bytes at byte {section.offset}) runs past the end of the "
+                    f"file ({len(data)} bytes): the file is truncated"
+                )
+        return header
+
+    def _events(self, header):
+        if header.attr_size < _ATTR_MIN + SECTION.size:
+            self.fail(f"its attribute entries are {header.attr_size} bytes, too small for a perf_event_attr")
+        if not header.attrs.size or header.attrs.size % header.attr_size:
+            self.fail(f"its attribute section ({header.attrs.size} bytes) is not whole entries: the file is damaged")
+        events = []
+        for start in range(header.attrs.offset, header.attrs.end, header.attr_size):
+            raw = bytes(self.data[start : start + header.attr_size - SECTION.size])
+            attr = perf_attr.perf_event_attr.from_buffer_copy(raw[:_ATTR_FULL].ljust(_ATTR_FULL, b"\0"))
+            ids = Section(*SECTION.unpack_from(self.data, start + header.attr_size - SECTION.size))
+            if ids.end > len(self.data) or ids.size % 8:
+                self.fail(f"the ids of event {len(events)} lie outside the file: the file is truncated or damaged")
+            id_list = struct.unpack_from(f"<{ids.size // 8}Q", self.data, ids.offset) if ids.size else ()
+            events.append(Event(attr.type, attr.config, attr.sample_type, bool(attr.sample_id_all), id_list))
+        return events
+
+    def _features(self, header):
+        """``{Feature: bytes}`` of the features lldb_trace reads; the table follows the data section."""
+        table = header.data.end
+        found = {}
+        for k, bit in enumerate(sorted(header.features)):
+            at = table + k * SECTION.size
+            if at + SECTION.size > len(self.data):
+                self.fail("the file ends inside its feature table: it is truncated (was perf record interrupted?)")
+            section = Section(*SECTION.unpack_from(self.data, at))
+            if section.end > len(self.data):
+                self.fail(f"its {Feature(bit).name} feature runs past the end of the file: the file is truncated")
+            found[bit] = memoryview(self.data)[section.offset : section.end]
+        return found
+
+    def _feature_string(self, data, name):
+        try:
+            return unpack_string(data)[0]
+        except ValueError as error:
+            self.fail(f"its {name} feature is damaged: {error}")
+
+    def _check_data(self, header):
+        if header.data.size == 0:
+            self.fail("its data section is empty: perf record was stopped before it wrote anything, or it failed")
+
+    def _records(self, section, events):
+        """One pass over the data section, keeping what a trace needs."""
+        layouts = _layouts(events, self.fail)
+        found = None
+        pending = []  # records met before AUXTRACE_INFO says which event is the trace
+        offset = section.offset
+        data = self.data
+        end = section.end
+        while offset < end:
+            if offset + _HEADER.size > end:
+                self.fail(f"the file ends inside a record header at byte {offset}: it is truncated")
+            kind, misc, size = _HEADER.unpack_from(data, offset)
+            if size < _HEADER.size:
+                self.fail(f"the record at byte {offset} has size {size}: the file is damaged")
+            if offset + size > end:
+                self.fail(f"the record at byte {offset} ({size} bytes) runs past the end of the data: it is truncated")
+            if kind == PERF_RECORD_HEADER_ATTR:
+                self.fail("a pipe-mode stream saved to a file: convert it with 'perf inject -i FILE -o FILE.data'")
+            if kind == PERF_RECORD_AUXTRACE_INFO:
+                found = self._auxtrace_info(offset, misc, size, events, found)
+            elif kind == PERF_RECORD_AUXTRACE:
+                if size < AUXTRACE.size:
+                    self.fail(f"the AUXTRACE record at byte {offset} is {size} bytes: the file is damaged")
+                buffer = unpack_auxtrace(data, RecordHeader(offset, kind, misc, size))
+                if buffer.file_offset + buffer.size > end:
+                    self.fail(
+                        f"the AUXTRACE record at byte {offset} says {buffer.size} bytes of trace follow, past the "
+                        f"end of the data ({end - buffer.file_offset} left): the file is truncated"
+                    )
+                pending.append(buffer)
+                offset += size + buffer.size
+                continue
+            elif kind < 64:
+                pending.append((kind, misc, offset, size))
+            offset += size
+        if found is None:
+            names = ", ".join(sorted({_event_name(e) for e in events}))
+            self.fail(f"it holds no Intel PT trace (its events: {names}): record one with 'perf record -e intel_pt//u'")
+        recording = Recording(self.path, data, found)
+        for item in pending:
+            if isinstance(item, tuple):
+                self._sideband(recording, layouts, *item)
+            else:
+                recording.buffers.append(item)
+        return recording
+
+    def _auxtrace_info(self, offset, misc, size, events, found):
+        kind, words = unpack_auxtrace_info(self.data, RecordHeader(offset, PERF_RECORD_AUXTRACE_INFO, misc, size))
+        if kind != PERF_AUXTRACE_INTEL_PT:
+            what = AUXTRACE_NAMES.get(kind, f"AUX trace type {kind}")
+            self.fail(f"it holds a {what} trace, not Intel PT: lldb_trace decodes Intel PT only")
+        if len(words) < IntelPtInfo.MIN_WORDS:
+            self.fail(f"its Intel PT AUXTRACE_INFO has {len(words)} fields, fewer than any perf writes: it is damaged")
+        info = IntelPtInfo.unpack(words)
+        if not any(event.type == info.pmu_type for event in events):
+            self.fail(f"its AUXTRACE_INFO names PMU type {info.pmu_type}, which none of its events has: it is damaged")
+        return found or info
+
+    def _sideband(self, recording, layouts, kind, misc, offset, size):
+        header = RecordHeader(offset, kind, misc, size)
+        data = self.data
+        layout = layouts(data, header)
+        sample = layout.unpack(data, offset + size) if layout else None
+        id_size = layout.size if layout else 0
+        body = offset + _HEADER.size
+        try:
+            if kind == PERF_RECORD_COMM:
+                pid, tid = TASK_IDS.unpack_from(data, body)
+                recording.comms[tid] = read_name(data, body + TASK_IDS.size, offset + size - id_size)
+                recording.pids[tid] = pid
+            elif kind == PERF_RECORD_FORK:
+                pid, _ppid, tid, _ptid, _time = FORK_EXIT.unpack_from(data, body)
+                recording.pids[tid] = pid
+            elif kind == PERF_RECORD_ITRACE_START:
+                pid, tid = TASK_IDS.unpack_from(data, body)
+                recording.pids[tid] = pid
+            elif kind in (PERF_RECORD_MMAP, PERF_RECORD_MMAP2):
+                mapping = unpack_mmap(data, header, id_size)
+                if mapping.executable:
+                    recording.mmaps.append((sample.time if sample else None, mapping))
+            elif kind == PERF_RECORD_AUX:
+                aux_offset, aux_size, flags = AUX.unpack_from(data, body)
+                cpu, tid = (sample.cpu, sample.tid) if sample else (None, None)
+                recording.aux.append((cpu, tid, aux_offset, aux_size, flags))
+            elif kind == PERF_RECORD_SWITCH_CPU_WIDE:
+                self._switch(recording, data, body, misc, sample, offset)
+            elif kind in (2, 13):  # PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES
+                recording.lost_records += 1
+        except struct.error:
+            self.fail(f"the record at byte {offset} (type {kind}) is too short for its fields: the file is damaged")
+        except ValueError as error:
+            self.fail(f"the record at byte {offset}: {error}: the file is damaged")
+
+    def _switch(self, recording, data, body, misc, sample, offset):
+        if sample is None or sample.cpu is None or sample.time is None or sample.tid is None:
+            self.fail(
+                f"the context switch record at byte {offset} has no cpu, time or tid (its event's sample_type "
+                "lacks PERF_SAMPLE_CPU, TIME or TID): its cpu's trace cannot be split among threads"
+            )
+        next_pid, next_tid = TASK_IDS.unpack_from(data, body)
+        switch = SwitchCpuWide(
+            bool(misc & _SWITCH_OUT),
+            bool(misc & _SWITCH_PREEMPT),
+            sample.pid,
+            sample.tid,
+            next_pid,
+            next_tid,
+            sample.time,
+        )
+        recording.switches.setdefault(sample.cpu, []).append(switch)
+        recording.pids.setdefault(sample.tid, sample.pid)
+
+
+def _layouts(events, fail):
+    """A function giving the SampleIdLayout of a record (None: no sample_id), found by its event."""
+    with_ids = [e for e in events if e.sample_id_all]
+    if not with_ids:
+        return lambda data, header: None
+    types = {e.sample_type for e in with_ids}
+    if len(types) == 1:
+        layout = SampleIdLayout(types.pop())
+        return lambda data, header: None if header.type == PERF_RECORD_SAMPLE else layout
+    by_id = {i: SampleIdLayout(e.sample_type) for e in with_ids for i in e.ids}
+    if not all(e.sample_type & (1 << 16) for e in with_ids):
+        fail("its events have different sample_id layouts and no PERF_SAMPLE_IDENTIFIER: records cannot be matched")
+
+    def layout_of(data, header):
+        if header.type == PERF_RECORD_SAMPLE or header.size < _HEADER.size + 8:
+            return None
+        (event_id,) = struct.unpack_from("<Q", data, header.offset + header.size - 8)
+        return by_id.get(event_id)
+
+    return layout_of
+
+
+def _event_name(event):
+    return _EVENT_NAMES.get((event.type, event.config), f"type {event.type} config {event.config:#x}")
