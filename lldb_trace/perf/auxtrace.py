@@ -39,8 +39,8 @@ NO_CPU = 0xFFFFFFFF
 class IntelPtInfo:
     """The Intel PT ``priv`` words of AUXTRACE_INFO, in their order in the record.
 
-    The ``*_bit`` fields are the shifts of the PMU's config bits (tsc, noretcomp, mtc, cyc), so a
-    reader needs no sysfs of the recording machine; ``have_sched_switch`` is 3 when cpu-wide context
+    The ``*_bit`` fields are masks of the PMU's config bits (tsc, noretcomp, mtc, cyc; ``mtc_freq_bits``
+    the mtc_period field), as perf reads them from sysfs, so a reader needs no sysfs of the recording machine; ``have_sched_switch`` is 3 when cpu-wide context
     switch records say which task each cpu ran, ``per_cpu_mmaps`` 1 for a per-cpu recording.
     """
 
@@ -49,16 +49,16 @@ class IntelPtInfo:
     time_mult: int
     time_zero: int
     cap_user_time_zero: int
-    tsc_bit: int = 10
-    noretcomp_bit: int = 11
+    tsc_bit: int = 1 << 10
+    noretcomp_bit: int = 1 << 11
     have_sched_switch: int = 0
     snapshot_mode: int = 0
     per_cpu_mmaps: int = 0
-    mtc_bit: int = 9
-    mtc_freq_bits: int = 14
+    mtc_bit: int = 1 << 9
+    mtc_freq_bits: int = 0xF << 14
     tsc_ctc_ratio_n: int = 0
     tsc_ctc_ratio_d: int = 0
-    cyc_bit: int = 1
+    cyc_bit: int = 1 << 1
     max_nonturbo_ratio: int = 0
     filter_str_len: int = 0
 

@@ -55,7 +55,8 @@ CONFIG_TSC = 1 << 10
 CONFIG_BRANCH = 1 << 13
 # IP, TID, TIME, CPU, IDENTIFIER: perf finds a record's event by its IDENTIFIER once it adds its own events
 SAMPLE_TYPE = 1 | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER
-EVENT_ID = 1
+TRACE_ID = 1  # the ids of the trace's event and of the sideband's
+SIDEBAND_ID = 2
 _ID_LAYOUT = SampleIdLayout(SAMPLE_TYPE)
 _PAGE = 0x1000
 ATTR_SIZE = perf_attr.PERF_ATTR_SIZE_VER5  # the first size with AUX fields: every perf since Linux 4.1 reads it
@@ -74,7 +75,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
     """The perf.data of ``process`` (a bundle.saver SaveProcess): per thread, or per cpu with ``cpu_streams``."""
     traces = [thread for thread in process.threads if thread.trace]
     streams = [stream.trace for stream in cpu_streams] or [thread.trace for thread in traces]
-    timed = any(_has_tsc(trace) for trace in streams)
+    timed = bool(cpu_streams) or any(_has_tsc(trace) for trace in streams)  # a per-cpu trace is split by time
     info = IntelPtInfo(
         pmu_type=pmu_type,
         time_shift=tsc_conversion.time_shift if tsc_conversion else 0,
@@ -116,14 +117,21 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
         Feature.NRCPUS: struct.pack("<II", max(len(cpu_streams), 1), max(len(cpu_streams), 1)),
         Feature.CPUID: pack_string(_cpuid(cpu)),
     }
-    return _file(_attr(pmu_type, config), bytes(records), features)
+    events = ((_trace_attr(pmu_type, config), TRACE_ID), (_sideband_attr(), SIDEBAND_ID))
+    return _file(events, bytes(records), features)
 
 
-def _file(attr, records, features):
-    """Header, the event's id, its attribute entry, the records, then the feature table and features."""
-    attr_bytes = bytes(attr)[: attr.size]
-    ids = Section(FILE_HEADER_SIZE, 8)
-    attrs = Section(ids.end, len(attr_bytes) + SECTION.size)
+def _file(events, records, features):
+    """Header, the events' ids, their attribute entries, the records, then the feature table and features.
+
+    ``events`` are ``(perf_event_attr, id)``: the trace's own event, and the dummy event perf adds to
+    carry the sideband (mappings, tasks, switches), as ``perf record`` does.
+    """
+    id_section = Section(FILE_HEADER_SIZE, 8 * len(events))
+    entries = bytearray()
+    for k, (attr, _) in enumerate(events):
+        entries += bytes(attr)[: attr.size] + SECTION.pack(id_section.offset + 8 * k, 8)
+    attrs = Section(id_section.end, len(entries))
     data = Section(attrs.end, len(records))
     table = bytearray()
     blobs = bytearray()
@@ -131,54 +139,55 @@ def _file(attr, records, features):
     for bit in sorted(features):
         table += SECTION.pack(blob_start + len(blobs), len(features[bit]))
         blobs += features[bit]
-    header = FileHeader(MAGIC, FILE_HEADER_SIZE, attrs.size, attrs, data, Section(0, 0), frozenset(features))
-    return b"".join(
-        (
-            header.pack(),
-            struct.pack("<Q", EVENT_ID),
-            attr_bytes,
-            SECTION.pack(*ids),
-            records,
-            bytes(table),
-            bytes(blobs),
-        )
-    )
+    attr_size = len(entries) // len(events)
+    header = FileHeader(MAGIC, FILE_HEADER_SIZE, attr_size, attrs, data, Section(0, 0), frozenset(features))
+    ids = struct.pack(f"<{len(events)}Q", *(event_id for _, event_id in events))
+    return b"".join((header.pack(), ids, bytes(entries), records, bytes(table), bytes(blobs)))
 
 
-def _attr(pmu_type, config):
+def _trace_attr(pmu_type, config):
     attr = perf_attr.perf_event_attr(type=pmu_type, size=ATTR_SIZE, config=config, sample_type=SAMPLE_TYPE)
     attr.sample_period = 1
     attr.exclude_kernel = attr.exclude_hv = 1
-    attr.disabled = attr.enable_on_exec = 1
-    attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = attr.sample_id_all = 1
-    attr.context_switch = 1
+    attr.disabled = attr.enable_on_exec = attr.sample_id_all = 1
     return attr
 
 
-def _has_tsc(trace):
-    """Whether the trace's first PSB+ holds a TSC packet (then it has timestamps throughout)."""
+def _sideband_attr():
+    """perf's tracking event: a software dummy event that records the mappings, tasks and context switches."""
+    attr = perf_attr.perf_event_attr(
+        type=perf_attr.PERF_TYPE_SOFTWARE, size=ATTR_SIZE, config=perf_attr.PERF_COUNT_SW_DUMMY, sample_type=SAMPLE_TYPE
+    )
+    attr.sample_period = 1
+    attr.exclude_kernel = attr.exclude_hv = 1
+    attr.disabled = attr.enable_on_exec = attr.sample_id_all = 1
+    attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = attr.context_switch = 1
+    return attr
+
+
+def _has_tsc(trace, packets=4096):
+    """Whether a TSC packet comes among the trace's first ``packets`` (hardware writes one in every PSB+)."""
     try:
         with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
             decoder.sync_forward()
-            for packet in decoder:
-                name = type(packet).__name__
-                if name == "Tsc":
+            for _, packet in zip(range(packets), decoder, strict=False):
+                if type(packet).__name__ == "Tsc":
                     return True
-                if name == "Psbend":
-                    return False
     except libipt.LibiptError:
         return False
     return False
 
 
 def _task_record(kind, pid, tid, name=b""):
-    return pack_record(kind, struct.pack("<II", pid, tid) + name + _ID_LAYOUT.pack(SampleId(pid, tid, 0, EVENT_ID, 0)))
+    return pack_record(
+        kind, struct.pack("<II", pid, tid) + name + _ID_LAYOUT.pack(SampleId(pid, tid, 0, SIDEBAND_ID, 0))
+    )
 
 
 def _switch(switch, cpu):
     """A PERF_RECORD_SWITCH_CPU_WIDE with this file's sample_id (pid, tid, time, cpu)."""
     record = bytearray(pack_switch_record(switch.is_out, *_switch_fields(switch), preempted=switch.preempted))
-    body = bytes(record[8:16]) + _ID_LAYOUT.pack(SampleId(switch.pid, switch.tid, switch.time_ns, EVENT_ID, cpu))
+    body = bytes(record[8:16]) + _ID_LAYOUT.pack(SampleId(switch.pid, switch.tid, switch.time_ns, SIDEBAND_ID, cpu))
     return pack_record(15, body, struct.unpack_from("<H", record, 4)[0])
 
 
@@ -189,7 +198,7 @@ def _switch_fields(switch):
 def _aux_buffer(idx, tid, cpu, trace):
     """A PERF_RECORD_AUX then the AUXTRACE record and bytes (padded to 8 with PAD packets, as perf pads)."""
     padded = bytes(trace) + b"\0" * (-len(trace) % 8)
-    aux = struct.pack("<QQQ", 0, len(padded), 0) + _ID_LAYOUT.pack(SampleId(tid or 0, tid or 0, 0, EVENT_ID, cpu or 0))
+    aux = struct.pack("<QQQ", 0, len(padded), 0) + _ID_LAYOUT.pack(SampleId(tid or 0, tid or 0, 0, TRACE_ID, cpu or 0))
     return pack_record(11, aux) + pack_auxtrace(len(padded), 0, idx, idx, tid, cpu) + padded
 
 
@@ -223,7 +232,7 @@ def _mmaps(pid, module, name):
         start = segment.vaddr & ~(_PAGE - 1)
         end = -(-(segment.vaddr + segment.size) // _PAGE) * _PAGE
         pgoff = segment.offset - (segment.vaddr - start)
-        sample_id = _ID_LAYOUT.pack(SampleId(pid, pid, 0, EVENT_ID, 0))
+        sample_id = _ID_LAYOUT.pack(SampleId(pid, pid, 0, SIDEBAND_ID, 0))
         out += pack_mmap2(pid, pid, start, end - start, pgoff, name, sample_id, module.uuid)
     return bytes(out)
 
