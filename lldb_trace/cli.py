@@ -104,7 +104,7 @@ def _record(args):
         progress.clear()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bundle goes in whole, Ctrl-C or not
     try:
-        path = write_bundle(recording, args.output, copy_program=args.copy_program, force=args.force)
+        path = write_bundle(recording, args.output, args.copy_program, args.force, args.format)
     finally:
         signal.signal(signal.SIGINT, previous)
     count, seconds = recording.instructions, recording.seconds
@@ -174,6 +174,9 @@ def _parser():
     rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")
     rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
     rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
+    rec.add_argument(
+        "--format", choices=["json", "perf"], default="json", help="write a trace bundle (json) or OUTDIR/perf.data"
+    )
     rec.add_argument("--force", action="store_true", help="replace the recording in OUTDIR; other files there are kept")
     rec.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
     rec.set_defaults(run=_record)

@@ -40,6 +40,7 @@ class SaveThread:
     tid: int
     trace: bytes | None
     stop: ThreadStop | None = None
+    breaks: tuple = ()  # where the trace was lost (a perf.data's): a bundle cannot say so, a perf.data can
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Writes a Recording as a trace bundle: what ``trace save`` writes, plus the recorder's own files.
 
 Layout of OUTDIR: the saver's bundle (``trace.json``, ``traces/<tid>.intelpt_trace``, with
-``copy_program`` the executable under ``modules/``), then ``ground_truth/<tid>.txt`` and
-``recording.json`` (how the recording ended, and every file written).  The whole folder appears at
-once; an earlier recording there is replaced only when forced, and a folder holding anything the
-recorder did not write only gets the bundle's files added (see bundle.saver.write_files).
+``copy_program`` the executable under ``modules/``; with ``--format perf``, ``perf.data`` instead of
+the first two), then ``ground_truth/<tid>.txt`` and ``recording.json`` (how the recording ended, and
+every file written).  The whole folder appears at once; an earlier recording there is replaced only
+when forced, and a folder holding anything the recorder did not write only gets the bundle's files
+added (see bundle.saver.write_files).
 """
 
 import json
@@ -14,15 +15,17 @@ from pathlib import Path
 from ..bundle.model import TscConversion
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, destination_mode, write_files
 from ..elf_info import ElfInfo
+from ..perf_data.writer import perf_data_bytes
 from .cpu import SOFTWARE_CPU
 
 BUNDLE_FILE = "trace.json"
+PERF_DATA_FILE = "perf.data"
 RECORDING_FILE = "recording.json"
 TRIPLE = "x86_64-unknown-linux-gnu"
 
 
-def write_bundle(recording, outdir, copy_program=False, force=False):
-    """Write the bundle into ``outdir``; returns the path of trace.json."""
+def write_bundle(recording, outdir, copy_program=False, force=False, file_format="json"):
+    """Write the bundle into ``outdir``; returns the path of trace.json (perf.data with ``file_format`` "perf")."""
     modules = tuple(
         SaveModule(path, Path(path), address, ElfInfo(path).build_id, copy=copy_program and path == recording.program)
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
@@ -32,12 +35,20 @@ def write_bundle(recording, outdir, copy_program=False, force=False):
     if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
         conversion = TscConversion(1, 0, recording.tsc_zero_ns)
     process = SaveProcess(recording.pid, TRIPLE, threads, modules)
-    files = bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process], tsc_conversion=conversion)
+    main_file = BUNDLE_FILE
+    if file_format == "perf":  # the trace as perf.data; the program is named by its path (copied under modules/)
+        main_file = PERF_DATA_FILE
+        files = {main_file: perf_data_bytes(process, SOFTWARE_CPU, conversion)}
+        files.update(
+            {k: v for k, v in bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process]).items() if k.startswith("modules/")}
+        )
+    else:
+        files = bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process], tsc_conversion=conversion)
     for tid, flow in recording.threads.items():
         files[f"ground_truth/{tid}.txt"] = flow.truth.write
     files[RECORDING_FILE] = json.dumps(_status(recording, sorted([*files, RECORDING_FILE])), indent=2) + "\n"
-    write_files(outdir, BUNDLE_FILE, files, force, own_folder=earlier_recording)
-    return os.path.join(outdir, BUNDLE_FILE)
+    write_files(outdir, main_file, files, force, own_folder=earlier_recording)
+    return os.path.join(outdir, main_file)
 
 
 def check_outdir(outdir, force=False):

@@ -3,25 +3,37 @@
 import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
+from ..perf_data import cpu_streams, save_perf_data
 from .base import TraceCommand
 from .dump import selected_trace
 
 
 class SaveCommand(TraceCommand):
     name = "save"
-    short_help = "Save the selected target's trace as a bundle in LLDB's native intel-pt format."
+    short_help = "Save the selected target's trace as a bundle in LLDB's native intel-pt format, or as a perf.data."
     long_help = (  # one line per paragraph: LLDB wraps each line at the terminal's width
         "\nPATH (the <filename>) is a directory (the bundle is PATH/trace.json) or a .json file. One trace file per"
         " thread (named by tid) and every module with its load address and uuid are written; --copy-images also"
         " copies each module file into PATH/modules/ and points the bundle at the copies (skipping /dev, /proc and"
         " /sys), so the bundle loads on another machine. Existing files are not overwritten without --force, and"
-        " nothing is written outside PATH."
+        " nothing is written outside PATH.\n"
+        "--format perf writes PATH as a Linux perf.data file instead, as 'perf record -e intel_pt//u' would have"
+        " (per thread, or per cpu with its context switches for a per-cpu trace): 'perf script --itrace=i0ns' and"
+        " 'trace load' read it. It names each module by the path of the file it was read from; --copy-images does"
+        " not apply."
     )
 
     def setup_command_definition(self):
         parser = self.get_parser()
         parser.add_option("c", "copy-images", "Copy every module file into the bundle.", default=None)
         parser.add_option("f", "force", "Overwrite existing files.", default=None)
+        self.add_choice_option(
+            "F",
+            "format",
+            "What to write.",
+            (("json", "a trace bundle (default)"), ("perf", "a perf.data file")),
+            "json",
+        )
         parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plain")])
 
     def run(self, debugger, args, exe_ctx, result):
@@ -37,11 +49,20 @@ class SaveCommand(TraceCommand):
             for name, address, data in process_trace.source.memory_modules()
         ]
         threads = tuple(
-            SaveThread(tid, process_trace.trace_bytes(tid), process_trace.thread_stop(tid))
+            SaveThread(
+                tid, process_trace.trace_bytes(tid), process_trace.thread_stop(tid), process_trace.source.breaks(tid)
+            )
             for tid in process_trace.tids
         )
         saved = SaveProcess(process.pid, process.triple, threads, tuple(modules))
         parser = self.get_parser()
+        if parser.format.startswith("p"):
+            path = save_perf_data(
+                args[0], saved, bundle.cpu, bundle.tsc_conversion, cpu_streams(bundle), parser.was_set("force")
+            )
+            result.AppendMessage(f"Saved the trace of process {process.pid} to {path} (perf.data)")
+            result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+            return
         path = save_bundle(
             args[0], bundle.cpu, [saved], parser.was_set("copy-images"), parser.was_set("force"), bundle.tsc_conversion
         )

@@ -40,8 +40,9 @@ class IntelPtInfo:
     """The Intel PT ``priv`` words of AUXTRACE_INFO, in their order in the record.
 
     The ``*_bit`` fields are masks of the PMU's config bits (tsc, noretcomp, mtc, cyc; ``mtc_freq_bits``
-    the mtc_period field), as perf reads them from sysfs, so a reader needs no sysfs of the recording machine; ``have_sched_switch`` is 3 when cpu-wide context
-    switch records say which task each cpu ran, ``per_cpu_mmaps`` 1 for a per-cpu recording.
+    the mtc_period field), as perf reads them from sysfs, so a reader needs no sysfs of the recording
+    machine; ``have_sched_switch`` is 3 when cpu-wide context switch records say which task each cpu
+    ran, ``per_cpu_mmaps`` 1 for a per-cpu recording.
     """
 
     pmu_type: int

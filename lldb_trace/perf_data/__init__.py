@@ -5,7 +5,8 @@ The perf.data side of the data flow (plain Python, no ``lldb``):
 :mod:`.aux_streams` joins its AUXTRACE buffers into one stream per thread or
 cpu with the places data was lost, :mod:`.binaries` finds the programs it
 names, and :mod:`.loading` makes the Bundle the debugger loads like any other.
-:mod:`.writer` goes the other way, for ``trace save --format perf``.  The
+:mod:`.writer` goes the other way, for ``trace save --format perf``, and
+:mod:`.saving` puts the file in place whole.  The
 layouts themselves (header, features, records) are the perf ABI's, in
 :mod:`lldb_trace.perf`.
 """
@@ -13,6 +14,7 @@ layouts themselves (header, features, records) are the perf ABI's, in
 from .binaries import BinarySearch
 from .loading import load_perf_data
 from .reader import PerfDataError
+from .saving import cpu_streams, save_perf_data
 from .writer import perf_data_bytes
 
-__all__ = ["BinarySearch", "PerfDataError", "load_perf_data", "perf_data_bytes"]
+__all__ = ["BinarySearch", "PerfDataError", "cpu_streams", "load_perf_data", "perf_data_bytes", "save_perf_data"]

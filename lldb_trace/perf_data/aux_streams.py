@@ -9,7 +9,9 @@ buffers give the area's trace, except where it is not continuous:
   stopped until perf caught up) or PARTIAL: what was traced meanwhile is lost,
   after that record's data;
 - a buffer starts past the previous one's end: bytes between were never
-  saved;
+  saved (perf pads each buffer to 8 bytes with PAD packets and counts them
+  in its size, so a buffer may also start up to 7 zero bytes before the
+  previous one's end: it continues it);
 - snapshot mode (``perf record -S``, magic-trace): each buffer is the area's
   content when a snapshot was taken; a snapshot that overlaps the previous one
   continues it (the overlap, checked byte for byte, is dropped), any other
@@ -71,14 +73,16 @@ def _join(data, key, buffers, losses, snapshot):
     stream_end = None  # where the previous buffer ended in the area's stream
     for buffer in buffers if snapshot else sorted(buffers, key=lambda b: b.offset):
         body, start = view[buffer.file_offset : buffer.file_offset + buffer.size], buffer.offset
-        if stream_end is not None and buffer.offset != stream_end:
-            overlap = stream_end - buffer.offset
-            if snapshot and 0 < overlap < buffer.size and _same(pieces, body[:overlap]):
-                body, start = body[overlap:], stream_end
-            elif snapshot and overlap > 0 and buffer.end <= stream_end:
+        if stream_end is not None:
+            padding, overlap = _continuation(pieces, stream_end, body, buffer.offset, snapshot)
+            if padding is None and snapshot and buffer.offset < stream_end and buffer.end <= stream_end:
                 continue  # nothing new since the previous snapshot
-            else:
+            if padding is None:  # a break: the previous buffer's padding (zero bytes, PAD packets) goes
+                position -= _strip_padding(pieces, placed)
                 breaks.append(Break(position, _between(buffer, stream_end, snapshot)))
+            else:  # it continues the stream: drop the previous buffer's padding and the bytes both hold
+                position -= _strip_padding(pieces, placed, padding)
+                body, start = body[overlap:], buffer.offset + overlap
         pieces.append(body)
         placed.append((start, position, len(body)))
         position += len(body)
@@ -89,15 +93,49 @@ def _join(data, key, buffers, losses, snapshot):
     return AuxStream(key, joined, tuple(breaks), len(buffers))
 
 
-def _same(pieces, head):
-    """Whether the joined stream so far ends with ``head``'s bytes."""
-    size = len(head)
+def _strip_padding(pieces, placed, count=None):
+    """Drop ``count`` (default: all, up to 7) trailing zero bytes of the last piece; returns how many."""
+    previous = pieces[-1]
+    if count is None:
+        count = 0
+        while count < min(7, len(previous)) and not previous[len(previous) - 1 - count]:
+            count += 1
+    if count:
+        pieces[-1] = previous[:-count]
+        first, joined, size = placed[-1]
+        placed[-1] = (first, joined, size - count)
+    return count
+
+
+def _continuation(pieces, stream_end, body, offset, snapshot):
+    """``(padding, overlap)`` when a buffer at ``offset`` continues the stream, else ``(None, None)``.
+
+    The previous buffer may end in up to 7 bytes of padding; a snapshot may repeat bytes already joined
+    (checked byte for byte).
+    """
+    previous = pieces[-1]
+    zeros = 0
+    while zeros < min(7, len(previous)) and not previous[len(previous) - 1 - zeros]:
+        zeros += 1
+    for padding in range(zeros + 1):  # how much of the previous buffer's end is padding is not recorded
+        end = stream_end - padding
+        if offset == end:
+            return padding, 0
+        overlap = end - offset
+        if snapshot and 0 < overlap < len(body) and _same(pieces, body[:overlap], padding):
+            return padding, overlap
+    return None, None
+
+
+def _same(pieces, head, padding=0):
+    """Whether the joined stream so far, less its last ``padding`` bytes, ends with ``head``'s bytes."""
+    size = len(head) + padding
     tail = bytearray()
     for piece in reversed(pieces):
         tail[:0] = piece[-(size - len(tail)) :] if size - len(tail) < len(piece) else piece
         if len(tail) >= size:
             break
-    return bytes(tail[-size:]) == bytes(head)
+    return bytes(tail[-size : len(tail) - padding]) == bytes(head)
 
 
 def _between(buffer, stream_end, snapshot):

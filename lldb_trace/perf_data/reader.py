@@ -122,8 +122,8 @@ class _Reader:
     def read(self):
         header = self._header()
         events = self._events(header)
-        features = self._features(header)
         self._check_data(header)
+        features = self._features(header)
         recording = self._records(header.data, events)
         cpuid = features.get(Feature.CPUID)
         if cpuid is not None:

@@ -36,6 +36,9 @@ from ..perf.data_file import (
 )
 from ..perf.records import pack_switch_record
 from ..perf.sideband import (
+    PERF_AUX_FLAG_OVERWRITE,
+    PERF_AUX_FLAG_TRUNCATED,
+    PERF_RECORD_AUX,
     PERF_RECORD_COMM,
     PERF_RECORD_ITRACE_START,
     PERF_SAMPLE_CPU,
@@ -71,8 +74,14 @@ class CpuStream:
     switches: tuple
 
 
-def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=INTEL_PT_PMU_TYPE):
-    """The perf.data of ``process`` (a bundle.saver SaveProcess): per thread, or per cpu with ``cpu_streams``."""
+def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=INTEL_PT_PMU_TYPE, snapshots=None):
+    """The perf.data of ``process`` (a bundle.saver SaveProcess): per thread, or per cpu with ``cpu_streams``.
+
+    A thread's ``breaks`` (where its trace was lost) end AUX buffers flagged TRUNCATED, as the kernel
+    flags them, so the loss survives the round trip.  ``snapshots`` (``{tid: [(offset, bytes)]}``) writes
+    those threads as snapshot-mode buffers (``perf record -S``) instead: each an AUX area's content, at
+    its offset in the area's stream.
+    """
     traces = [thread for thread in process.threads if thread.trace]
     streams = [stream.trace for stream in cpu_streams] or [thread.trace for thread in traces]
     timed = bool(cpu_streams) or any(_has_tsc(trace) for trace in streams)  # a per-cpu trace is split by time
@@ -83,6 +92,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
         time_zero=tsc_conversion.time_zero if tsc_conversion else 0,
         cap_user_time_zero=1 if tsc_conversion else 0,
         have_sched_switch=3 if cpu_streams else 0,
+        snapshot_mode=1 if snapshots else 0,
         per_cpu_mmaps=1 if cpu_streams else 0,
     )
     records = bytearray(info.pack())
@@ -101,10 +111,13 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
             for switch in stream.switches:
                 records += _switch(switch, stream.cpu)
         for idx, stream in enumerate(cpu_streams):
-            records += _aux_buffer(idx, None, stream.cpu, stream.trace)
+            records += _aux_buffers(idx, None, stream.cpu, [(0, stream.trace, 0)])
     else:
         for idx, thread in enumerate(traces):
-            records += _aux_buffer(idx, thread.tid, None, thread.trace)
+            pieces = (snapshots or {}).get(thread.tid)
+            if pieces is not None:
+                pieces = [(offset, data, PERF_AUX_FLAG_OVERWRITE) for offset, data in pieces]
+            records += _aux_buffers(idx, thread.tid, None, pieces or _pieces(thread.trace, thread.breaks))
     records += pack_finished_round()
     config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0)
     features = {
@@ -195,11 +208,29 @@ def _switch_fields(switch):
     return switch.pid, switch.tid, switch.next_prev_pid, switch.next_prev_tid, switch.time_ns
 
 
-def _aux_buffer(idx, tid, cpu, trace):
-    """A PERF_RECORD_AUX then the AUXTRACE record and bytes (padded to 8 with PAD packets, as perf pads)."""
-    padded = bytes(trace) + b"\0" * (-len(trace) % 8)
-    aux = struct.pack("<QQQ", 0, len(padded), 0) + _ID_LAYOUT.pack(SampleId(tid or 0, tid or 0, 0, TRACE_ID, cpu or 0))
-    return pack_record(11, aux) + pack_auxtrace(len(padded), 0, idx, idx, tid, cpu) + padded
+def _pieces(trace, breaks):
+    """``[(offset, bytes, AUX flags)]``: the trace cut at its breaks, each piece but the last flagged TRUNCATED."""
+    bounds = [0, *(b.offset for b in breaks), len(trace)]
+    last = len(bounds) - 2
+    return [
+        (bounds[k], trace[bounds[k] : bounds[k + 1]], 0 if k == last else PERF_AUX_FLAG_TRUNCATED)
+        for k in range(len(bounds) - 1)
+    ]
+
+
+def _aux_buffers(idx, tid, cpu, pieces):
+    """Per piece, a PERF_RECORD_AUX then the AUXTRACE record and its bytes, padded to 8 as perf pads them.
+
+    The AUXTRACE offset is where the piece starts in its AUX area's stream; the padding (PAD packets)
+    is counted in its size, so the next piece's offset falls inside it, as in perf's own files.
+    """
+    out = bytearray()
+    for offset, data, flags in pieces:
+        padded = bytes(data) + b"\0" * (-len(data) % 8)
+        sample_id = _ID_LAYOUT.pack(SampleId(tid or 0, tid or 0, 0, TRACE_ID, cpu or 0))
+        out += pack_record(PERF_RECORD_AUX, struct.pack("<QQQ", offset, len(data), flags) + sample_id)
+        out += pack_auxtrace(len(padded), offset, idx, idx, tid, cpu) + padded
+    return bytes(out)
 
 
 def _recorded_names(modules):
