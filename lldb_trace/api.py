@@ -142,13 +142,14 @@ class ThreadTrace:
         return f"{where}: {decoded.item_count} items, {decoded.instruction_count} instructions, {errors}>"
 
 
-def open_bundle(path, disassembly_flavor="att"):
-    """Load a bundle (file or folder) outside LLDB; errors are one-line LldbTraceErrors.
+def open_bundle(path, disassembly_flavor="att", binaries=None):
+    """Load a bundle (file or folder) or a perf.data outside LLDB; errors are one-line LldbTraceErrors.
 
     Addresses are described from the modules' ELF and DWARF, disassembly in
-    ``disassembly_flavor`` ("att" or "intel").
+    ``disassembly_flavor`` ("att" or "intel"); ``binaries`` (a perf_data.BinarySearch)
+    says where else a perf.data's binaries may be.
     """
-    bundle = load_bundle(path)
+    bundle = load_bundle(path, binaries)
     processes = [ProcessTrace(bundle, process) for process in bundle.processes]
     symbolizers = [ElfSymbolizer(p.process.modules, p.memory, disassembly_flavor) for p in processes]
     return Trace(bundle, processes, symbolizers)

@@ -57,7 +57,10 @@ def _dump(args):
 
     given = {name: getattr(args, name.replace("-", "_"), None) for name in OPTIONS}
     options = dump_options({name: value for name, value in given.items() if value not in (None, False)})
-    trace = api.open_bundle(args.bundle, args.flavor)
+    from .perf_data import BinarySearch
+
+    binaries = BinarySearch.default(args.sysroot or (), args.search_path or ())
+    trace = api.open_bundle(args.bundle, args.flavor, binaries)
     if not trace.processes:
         raise LldbTraceError(f"{trace.bundle.path} holds no process (only a kernel): there is no thread to dump")
     process_trace = trace.thread(args.tid[0]).process_trace if args.tid else trace.processes[0]
@@ -194,7 +197,9 @@ def _dump_parser(commands):
         " module files (ELF symbols, PLT stubs, DWARF lines). Without -i, -E or -C: the session info. The default"
         " thread is the one 'trace load' selects: the one a signal stopped, else the main thread.",
     )
-    dump.add_argument("bundle", metavar="BUNDLE", help="the bundle's JSON file, or a folder holding trace.json")
+    dump.add_argument("bundle", metavar="BUNDLE", help="a bundle's JSON file, a folder holding trace.json, a perf.data")
+    dump.add_argument("-s", "--search-path", action="append", metavar="DIR", help="a perf.data's binaries may be here")
+    dump.add_argument("-R", "--sysroot", action="append", metavar="DIR", help="a perf.data's binaries under this root")
     dump.add_argument("-t", "--tid", type=_number, action="append", help="a thread to dump (repeat for several)")
     dump.add_argument("-i", "--instructions", action="store_true", help="the last COUNT items, newest first")
     dump.add_argument("-C", "--function-calls", action="store_true", help="the call tree, in execution order")
