@@ -258,6 +258,7 @@ BAD = {
     "version 1": (lambda d: b"PERFFILE" + d[8:], "version 1 perf.data"),
     "empty data": (lambda d: _patched(d, 48, "<Q", 0), "its data section is empty"),
     "header only": (lambda d: d[:60], "ends inside its 104-byte header"),
+    "compressed": (lambda d: _patched(d, _auxtrace_offset(d), "<I", 81), "compressed (perf record -z)"),
 }
 
 

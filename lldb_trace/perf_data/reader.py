@@ -58,6 +58,7 @@ from ..perf.sideband import (
 _HEADER = struct.Struct("<IHH")
 _ATTR_MIN = perf_attr.PERF_ATTR_SIZE_VER0
 _ATTR_FULL = perf_attr.PERF_ATTR_SIZE_VER8  # shorter attrs (older perf) read zero-extended, longer ones cut
+_COMPRESSED = (81, 83)  # PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2
 _SWITCH_OUT = 1 << 13
 _SWITCH_PREEMPT = 1 << 14
 _EVENT_NAMES = {(0, 0): "cycles", (0, 1): "instructions", (1, 0): "cpu-clock", (1, 1): "task-clock"}
@@ -230,6 +231,8 @@ class _Reader:
                 self.fail(f"the record at byte {offset} has size {size}: the file is damaged")
             if offset + size > end:
                 self.fail(f"the record at byte {offset} ({size} bytes) runs past the end of the data: it is truncated")
+            if kind in _COMPRESSED:
+                self.fail("its records are compressed (perf record -z): decompress with 'perf inject -i FILE -o NEW'")
             if kind == PERF_RECORD_HEADER_ATTR:
                 self.fail("a pipe-mode stream saved to a file: convert it with 'perf inject -i FILE -o FILE.data'")
             if kind == PERF_RECORD_AUXTRACE_INFO:
