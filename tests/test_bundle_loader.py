@@ -14,6 +14,7 @@ from support.bundle_cases import CASES, STATIC, TID, break_bundle, make_good_bun
 from lldb_trace.bundle import BundleError, load_bundle
 from lldb_trace.bundle.loader import DEFAULT_KERNEL_LOAD_ADDRESS
 from lldb_trace.elf_info import ElfInfo
+from lldb_trace.perf_data import PerfDataError
 
 COMMITTED = sorted(p.parent.name for p in (ROOT / "test_traces").glob("*/trace.json"))
 
@@ -75,15 +76,21 @@ def test_unreadable_bundle_is_reported(tmp_path):
         shutil.rmtree(folder)
 
 
-@pytest.mark.parametrize("magic", [b"PERFILE2", b"2ELIFREP", b"PERFFILE"])
-def test_a_perf_data_file_is_named_as_one(tmp_path, magic):
-    path = tmp_path / "trace.data"
+PERF_MAGICS = {
+    b"PERFILE2": "its header says it is 0 bytes, less than perf's 104: it is damaged",
+    b"2ELIFREP": "a perf.data written on a big-endian machine",
+    b"PERFFILE": "a version 1 perf.data (PERFFILE)",
+}
+
+
+@pytest.mark.parametrize("magic", PERF_MAGICS)
+def test_a_perf_data_file_is_read_as_one_whatever_its_name(tmp_path, magic):
+    """Known by its magic, before anything reads it as JSON; its problems are perf.data's (tests/test_perf_data.py)."""
+    path = tmp_path / "trace.json"
     path.write_bytes(magic + bytes(200))
-    with pytest.raises(BundleError) as raised:
+    with pytest.raises(PerfDataError) as raised:
         load_bundle(path)
-    assert str(raised.value) == (
-        f"{path} is a Linux perf.data file, which lldb_trace cannot load yet: load a trace bundle (its .json file)"
-    )
+    assert str(raised.value).startswith(f"{path}: {PERF_MAGICS[magic]}")
 
 
 def test_missing_bundle_file(tmp_path):

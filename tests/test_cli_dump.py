@@ -55,10 +55,10 @@ def opened_once(monkeypatch, opened):
     """Each bundle opened once for all the command lines of this module: reading libc's symbols takes seconds."""
     open_bundle = api.open_bundle
 
-    def open_once(path, disassembly_flavor="att"):
+    def open_once(path, disassembly_flavor="att", binaries=None):
         key = (str(path), disassembly_flavor)
         if key not in opened:
-            opened[key] = open_bundle(path, disassembly_flavor)
+            opened[key] = open_bundle(path, disassembly_flavor, binaries)
         return opened[key]
 
     monkeypatch.setattr(api, "open_bundle", open_once)

@@ -156,6 +156,8 @@ class _Reader:
         if len(data) < FILE_HEADER_SIZE:
             self.fail(f"{len(data)} bytes: the file ends inside its {FILE_HEADER_SIZE}-byte header (truncated?)")
         header = FileHeader.unpack(data)
+        if header.size < FILE_HEADER_SIZE:
+            self.fail(f"its header says it is {header.size} bytes, less than perf's {FILE_HEADER_SIZE}: it is damaged")
         if header.size != FILE_HEADER_SIZE:
             self.fail(
                 f"its header is {header.size} bytes, not {FILE_HEADER_SIZE}: a perf.data format newer than "
