@@ -10,6 +10,8 @@ from pathlib import Path
 from . import __version__
 from .errors import LldbTraceError
 
+MTC_PERIOD = 9  # an MTC every 512 crystal clocks (20 us): the software recorder runs far slower than hardware
+
 
 def _versions(_args):
     from . import libipt
@@ -91,7 +93,9 @@ def _record(args):
         until=args.until,
         from_start=args.from_start,
         all_threads=args.threads == "all",
-        tsc=args.tsc,
+        tsc=args.tsc or args.mtc or args.cyc,
+        mtc_period=MTC_PERIOD if args.mtc or args.cyc else None,
+        cycle_accurate=args.cyc,
         psb_period=args.psb_period,
         buffer_kb=args.buffer,
         overflow_at=args.overflow_at,
@@ -171,6 +175,8 @@ def _parser():
     rec.add_argument("--until", metavar="SYMBOL", help="stop when a thread reaches this function")
     rec.add_argument("--from-start", action="store_true", help="record from the first instruction, not main")
     rec.add_argument("--tsc", action="store_true", help="add timestamps (TSC packets)")
+    rec.add_argument("--mtc", action="store_true", help=f"finer timestamps: TSC and MTC packets (MTCFreq {MTC_PERIOD})")
+    rec.add_argument("--cyc", action="store_true", help="cycle-accurate timestamps: TSC, MTC and CYC packets")
     rec.add_argument("--psb-period", type=_positive, default=4096, metavar="BYTES", help="bytes between PSBs")
     rec.add_argument("--buffer", type=_positive, metavar="KB", help="keep only the last KB KiB (circular buffer)")
     rec.add_argument("--threads", choices=["main", "all"], default="main", help="which threads to record")

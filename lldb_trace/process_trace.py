@@ -15,10 +15,11 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 
-from . import libipt, memory, progress
+from . import memory, progress
 from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
+from .decode.decoder_cpu import decoder_cpu
 from .decode.plt import PltSections
 from .decode.tail import TraceTail
 from .errors import LldbTraceError
@@ -89,8 +90,7 @@ class ProcessTrace:
     @property
     def cpu(self):
         """The libipt Cpu for errata, or None when the bundle's CPU is unknown."""
-        cpu = self.bundle.cpu
-        return libipt.Cpu(cpu.family, cpu.model, cpu.stepping) if cpu.vendor == "intel" else None
+        return decoder_cpu(self.bundle.cpu)
 
     def thread_stop(self, tid):
         """How the thread stopped (a bundle ThreadStop for a signal), or None for a plain stop."""

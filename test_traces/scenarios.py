@@ -38,6 +38,9 @@ SCENARIOS = [
     Scenario("static", "static.c", tuple(FREESTANDING), RecordOptions(from_start=True)),
     Scenario("threads", "threads.c", (*DYNAMIC, "-no-pie"), RecordOptions(all_threads=True, psb_period=1024)),
     Scenario("timestamps", "basic.c", tuple(DYNAMIC), RecordOptions(tsc=True, psb_period=512)),
+    Scenario(
+        "cycles", "basic.c", tuple(DYNAMIC), RecordOptions(tsc=True, mtc_period=9, cycle_accurate=True, psb_period=512)
+    ),
     Scenario("overflow", "basic.c", tuple(DYNAMIC), RecordOptions(overflow_at=1500, overflow_lost=200)),
     Scenario("snapshot", "basic.c", tuple(DYNAMIC), RecordOptions(buffer_kb=1, psb_period=256)),
     Scenario("missing-module", "basic.c", tuple(DYNAMIC), RecordOptions(psb_period=256), missing_module="libc.so.6"),

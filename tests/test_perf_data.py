@@ -57,7 +57,7 @@ def made(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("case", ["basic", "threads", "timestamps", "truncated"])
+@pytest.mark.parametrize("case", ["basic", "threads", "timestamps", "cycles", "truncated"])
 def test_the_plugin_decodes_each_thread_as_linux_perf_does(made, case):
     path = made(case)
     bundle = load_bundle(path)
@@ -112,7 +112,7 @@ def test_a_per_cpu_perf_data_splits_among_threads_as_its_bundle_does(made):
         assert items(perf_bundle, tid) == items(json_bundle, tid)
 
 
-ROUND_TRIP = ["basic", "threads", "static", "crash", "overflow", "snapshot", "timestamps", "missing-module"]
+ROUND_TRIP = ["basic", "threads", "static", "crash", "overflow", "snapshot", "timestamps", "cycles", "missing-module"]
 
 
 @pytest.mark.parametrize("name", ROUND_TRIP)

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..elf_info import ElfInfo, NotAnElfError
 from ..errors import LldbTraceError
 from .file_checks import not_a_regular_file, psb_search
-from .model import Bundle, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, ThreadStop, TscConversion
+from .model import Bundle, ClockInfo, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, ThreadStop, TscConversion
 from .schemas import UINT64_MAX, SchemaError, address_value, validate
 
 DEFAULT_TRIPLE = "x86_64-unknown-linux-gnu"
@@ -99,6 +99,19 @@ def _schema_name(path, document):
     )
 
 
+def _clock(timing):
+    """The bundle's ``timing`` object (the schema checked it) as a ClockInfo, or None."""
+    if timing is None:
+        return None
+    ratio = timing.get("tscCtcRatio")
+    return ClockInfo(
+        mtc_period=timing.get("mtcPeriod"),
+        tsc_ctc_ratio=ratio and (ratio["numerator"], ratio["denominator"]),
+        nominal_ratio=timing.get("nominalRatio"),
+        cycle_accurate=timing.get("cycleAccurate", False),
+    )
+
+
 def parse_address(value):
     """An address given as an int, a decimal string or a 0x-prefixed hex string (the schema checked its form)."""
     return address_value(value)
@@ -131,7 +144,7 @@ class _Builder:
         return Bundle(
             path=self.path,
             format=self.schema_name,
-            cpu=CpuInfo(vendor, cpu["family"], cpu["model"], cpu["stepping"]),
+            cpu=CpuInfo(vendor, cpu["family"], cpu["model"], cpu["stepping"], _clock(settings.get("timing"))),
             processes=processes,
             cpus=cpus,
             tsc_conversion=conversion

@@ -7,13 +7,45 @@ from ..elf_info import Segment
 
 
 @dataclass(frozen=True)
+class ClockInfo:
+    """What a trace's fine timing packets mean, besides TSC: without it only TSC packets give times.
+
+    ``mtc_period`` is IA32_RTIT_CTL.MTCFreq (an MTC packet every 2**mtc_period
+    crystal clocks; None: no MTC), ``tsc_ctc_ratio`` the TSC to crystal clock
+    ratio (CPUID 0x15 EBX/EAX) as (numerator, denominator), ``nominal_ratio`` the
+    core's nominal ratio (MSR_PLATFORM_INFO[15:8]) that gives CYC packets'
+    cycles a length, and ``cycle_accurate`` says the trace has CYC packets.
+    """
+
+    mtc_period: int | None = None
+    tsc_ctc_ratio: tuple[int, int] | None = None
+    nominal_ratio: int | None = None
+    cycle_accurate: bool = False
+
+    def describe(self):
+        """``MTC every 320 TSC ticks, CYC (cycle-accurate)``: what refines the TSC packets' times."""
+        parts = []
+        if self.mtc_period is not None:
+            crystal = 1 << self.mtc_period
+            if self.tsc_ctc_ratio:
+                numerator, denominator = self.tsc_ctc_ratio
+                parts.append(f"MTC every {crystal * numerator / denominator:g} TSC ticks")
+            else:
+                parts.append(f"MTC every {crystal} crystal clocks (unused: no TSC:CTC ratio)")
+        if self.cycle_accurate:
+            parts.append("CYC (cycle-accurate)")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
 class CpuInfo:
-    """The CPU that produced the trace; ``vendor`` is "intel" or "unknown"."""
+    """The CPU that produced the trace; ``vendor`` is "intel" or "unknown"; ``clock`` its timing (or None)."""
 
     vendor: str
     family: int
     model: int
     stepping: int
+    clock: ClockInfo | None = None
 
     def __str__(self):
         if self.vendor != "intel":

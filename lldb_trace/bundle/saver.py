@@ -191,6 +191,8 @@ def _document(cpu, processes, copy_images, tsc_conversion):
         },
         "processes": [_process(process, copy_images) for process in processes],
     }
+    if cpu.clock is not None:
+        document["timing"] = _timing(cpu.clock)
     if tsc_conversion is not None:
         document["tscPerfZeroConversion"] = {
             "timeMult": tsc_conversion.time_mult,
@@ -198,6 +200,17 @@ def _document(cpu, processes, copy_images, tsc_conversion):
             "timeZero": tsc_conversion.time_zero,
         }
     return document
+
+
+def _timing(clock):
+    timing = {"cycleAccurate": clock.cycle_accurate}
+    if clock.mtc_period is not None:
+        timing["mtcPeriod"] = clock.mtc_period
+    if clock.tsc_ctc_ratio is not None:
+        timing["tscCtcRatio"] = dict(zip(("numerator", "denominator"), clock.tsc_ctc_ratio, strict=True))
+    if clock.nominal_ratio is not None:
+        timing["nominalRatio"] = clock.nominal_ratio
+    return timing
 
 
 def _process(process, copy_images):

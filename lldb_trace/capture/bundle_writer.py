@@ -10,6 +10,7 @@ added (see bundle.saver.write_files).
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ..bundle.model import TscConversion
@@ -35,15 +36,16 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
     if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
         conversion = TscConversion(1, 0, recording.tsc_zero_ns)
     process = SaveProcess(recording.pid, TRIPLE, threads, modules)
+    cpu = replace(SOFTWARE_CPU, clock=recording.clock)
     main_file = BUNDLE_FILE
     if file_format == "perf":  # the trace as perf.data; the program is named by its path (copied under modules/)
         main_file = PERF_DATA_FILE
-        files = {main_file: perf_data_bytes(process, SOFTWARE_CPU, conversion)}
+        files = {main_file: perf_data_bytes(process, cpu, conversion)}
         files.update(
             {k: v for k, v in bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process]).items() if k.startswith("modules/")}
         )
     else:
-        files = bundle_files(BUNDLE_FILE, SOFTWARE_CPU, [process], tsc_conversion=conversion)
+        files = bundle_files(BUNDLE_FILE, cpu, [process], tsc_conversion=conversion)
     for tid, flow in recording.threads.items():
         files[f"ground_truth/{tid}.txt"] = flow.truth.write
     files[RECORDING_FILE] = json.dumps(_status(recording, sorted([*files, RECORDING_FILE])), indent=2) + "\n"

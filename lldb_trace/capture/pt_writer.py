@@ -15,6 +15,11 @@ The packet scheme (checked to decode exactly with libipt and native LLDB):
   instruction, once ``psb_period`` bytes were written since the last one;
 - end: ``FUP(stop ip), TIP.PGD``.
 
+With a clock, ``[TSC]`` is a TSC packet (with TMA and CBR when MTC or CYC
+are on), and MTC and CYC packets go before the packets libipt gives a time:
+TNT (at the time of its first branch), TIP, TIP.PGE, TIP.PGD and FUP (see
+timing_packets.py).
+
 IP packets are compressed against the last IP (reset at every PSB), since
 libipt's encoder writes what it is given.  Packets go through libipt's
 encoder into a fixed buffer that is drained into ``self.data``.
@@ -26,6 +31,7 @@ import struct
 from .. import libipt
 from ..libipt.enums import IpCompression, PacketType
 from ..libipt.structs import pt_packet
+from .timing_packets import TimingPackets
 
 _CHUNK = 1 << 16
 _MAX_TNT = 47
@@ -45,9 +51,12 @@ def _compress(last_ip, ip):
 
 
 class StreamWriter:
-    """Encodes one thread's flow; ``clock()`` returns the TSC value, or is None for no timing."""
+    """Encodes one thread's flow; ``clock()`` returns the TSC value, or is None for no timing.
 
-    def __init__(self, psb_period=4096, clock=None):
+    ``mtc_period`` (IA32_RTIT_CTL.MTCFreq) adds MTC packets, ``cycle_accurate`` CYC packets.
+    """
+
+    def __init__(self, psb_period=4096, clock=None, mtc_period=None, cycle_accurate=False):
         self.psb_period = psb_period
         self.clock = clock
         self.data = bytearray()
@@ -57,6 +66,7 @@ class StreamWriter:
         self._last_ip = None
         self._tnt_bits = 0
         self._tnt_count = 0
+        self._tnt_time = None
         self.last_psb = 0
         self._config = libipt.Config(bytearray(_CHUNK))
         self._encoder = libipt.Encoder(self._config)
@@ -64,6 +74,8 @@ class StreamWriter:
         self._packet_ref = ctypes.byref(self._packet)
         self._next = self._encoder._fn["next"]
         self._handle = self._encoder.handle
+        self._timing = TimingPackets(self._emit, clock, mtc_period, cycle_accurate) if clock else None
+        self._fine = self._timing is not None and self._timing.fine
 
     # Low level.
 
@@ -94,8 +106,13 @@ class StreamWriter:
         self._emit(kind, "<I4xQ", IpCompression.SUPPRESSED, 0)
 
     def _tsc(self):
-        if self.clock is not None:
-            self._emit(PacketType.TSC, "<Q", self.clock() & 0xFFFFFFFFFFFFFF)
+        if self._timing is not None:
+            self._timing.header()
+
+    def _timed(self, when=None):
+        """MTC/CYC due before a packet about something that happened at ``when`` (default: now)."""
+        if self._fine:
+            self._timing.before(self.clock() if when is None else when)
 
     def _mode_exec(self):
         self._emit(PacketType.MODE, "<II", 0, 1)  # leaf exec, csl=1 csd=0: 64-bit
@@ -109,6 +126,7 @@ class StreamWriter:
     def flush_tnt(self):
         count = self._tnt_count
         if count:
+            self._timed(self._tnt_time)
             kind = PacketType.TNT_8 if count <= 6 else PacketType.TNT_64
             self._emit(kind, "<B7xQ", count, self._tnt_bits)
             self._tnt_bits = self._tnt_count = 0
@@ -122,8 +140,10 @@ class StreamWriter:
             self._tsc()
             self._emit(PacketType.PSBEND)
         else:
+            self._timed()
             self._tsc()
         self._mode_exec()
+        self._timed()
         self._ip_packet(PacketType.TIP_PGE, ip)
         self.enabled = True
 
@@ -132,6 +152,7 @@ class StreamWriter:
         if self.written - self.last_psb < self.psb_period:
             return
         self.flush_tnt()
+        self._timed()
         self._psb(index)
         self._tsc()
         self._mode_exec()
@@ -139,6 +160,8 @@ class StreamWriter:
         self._emit(PacketType.PSBEND)
 
     def conditional(self, taken):
+        if self._fine and not self._tnt_count:
+            self._tnt_time = self.clock()
         self._tnt_bits = self._tnt_bits << 1 | taken
         self._tnt_count += 1
         if self._tnt_count == _MAX_TNT:
@@ -146,23 +169,27 @@ class StreamWriter:
 
     def indirect(self, target):
         self.flush_tnt()
+        self._timed()
         self._ip_packet(PacketType.TIP, target)
 
     def branch_out(self, target):
         """A branch to ``target``, outside the code traced (as a PT address filter reports it)."""
         self.flush_tnt()
+        self._timed()
         self._ip_packet(PacketType.TIP_PGD, target)
         self.enabled = False
 
     def leave(self):
         """A syscall or other far transfer out of user space."""
         self.flush_tnt()
+        self._timed()
         self._suppressed(PacketType.TIP_PGD)
         self.enabled = False
 
     def interrupt(self, resume_ip):
         """An asynchronous exit before the instruction at ``resume_ip``."""
         self.flush_tnt()
+        self._timed()
         self._ip_packet(PacketType.FUP, resume_ip)
         self._suppressed(PacketType.TIP_PGD)
         self.enabled = False
@@ -175,6 +202,7 @@ class StreamWriter:
     def resume(self, ip):
         """Tracing continues after an overflow at ``ip``."""
         self._last_ip = None
+        self._timed()
         self._tsc()
         self._ip_packet(PacketType.FUP, ip)
 

@@ -24,6 +24,7 @@ from . import ptrace
 from .process_view import ModuleMap, ProcessMemory, caught_signals
 from .stop_signal import signal_name, stop_of
 from .thread_recorder import RecorderOptions, ThreadRecorder
+from .timing_packets import clock_info
 
 PROGRESS_STOPS = 4096  # stops between two progress reports
 
@@ -38,6 +39,8 @@ class RecordOptions:
     from_start: bool = False
     all_threads: bool = False
     tsc: bool = False
+    mtc_period: int | None = None  # with tsc: MTC packets too
+    cycle_accurate: bool = False  # with tsc: CYC packets too
     psb_period: int = 4096
     buffer_kb: int | None = None
     overflow_at: int | None = None
@@ -57,6 +60,7 @@ class Recording:
     modules: dict = field(default_factory=dict)  # path -> load address
     stops: dict = field(default_factory=dict)  # tid -> ThreadStop, for the thread a fatal signal stopped
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
+    clock: object = None  # the ClockInfo of MTC/CYC packets, when recorded
     seconds: float = 0.0
 
     @property
@@ -88,7 +92,14 @@ class _Session:
         self.modules = ModuleMap(self.pid)
         self.classifier = Classifier(self._read_code)
         clock = time.monotonic_ns if options.tsc else None
-        self.recorder_options = RecorderOptions(options.psb_period, clock, options.overflow_at, options.overflow_lost)
+        self.recorder_options = RecorderOptions(
+            options.psb_period,
+            clock,
+            options.overflow_at,
+            options.overflow_lost,
+            mtc_period=options.mtc_period if clock else None,
+            cycle_accurate=options.cycle_accurate and clock is not None,
+        )
         self.recorders = {}
         self.finished = {}
         self.free = set()  # live threads not recorded
@@ -305,5 +316,7 @@ def record(program, args=(), options=None, progress=None):
     recording.modules = {p: a for p, a in session.modules.modules.items()}
     recording.stops = session.stops
     recording.tsc_zero_ns = tsc_zero
+    if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
+        recording.clock = clock_info(options.mtc_period, options.cycle_accurate)
     recording.seconds = time.monotonic() - started
     return recording

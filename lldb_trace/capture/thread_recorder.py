@@ -25,6 +25,8 @@ class RecorderOptions:
     overflow_lost: int = 64  # instructions lost in the injected overflow
     keep_addresses: bool = True  # the ground truth's addresses (8 bytes each), or only their count
     untraced: tuple = ()  # (start, end) ranges of code not followed (the live recorder's vdso)
+    mtc_period: int | None = None  # MTC packets every 2**mtc_period crystal clocks (with a clock)
+    cycle_accurate: bool = False  # CYC packets (with a clock)
 
 
 class ThreadRecorder:
@@ -35,7 +37,7 @@ class ThreadRecorder:
         self.current = ip
         self.classifier = classifier
         self.options = options
-        self.writer = StreamWriter(options.psb_period, options.clock)
+        self.writer = StreamWriter(options.psb_period, options.clock, options.mtc_period, options.cycle_accurate)
         self.truth = GroundTruth() if options.keep_addresses else GroundTruth(addresses=InstructionCount())
         self._overflow_state = "armed" if options.overflow_at is not None else "off"
         self._lost_start = 0

@@ -8,7 +8,7 @@ and its negative status); a missing or wrong library raises
 """
 
 from . import packets
-from .config import Config, Cpu, cpu_errata, errata_names
+from .config import Config, Cpu, Timing, cpu_errata, errata_names
 from .decoders import (
     Block,
     BlockDecoder,
@@ -59,6 +59,7 @@ __all__ = [
     "QueryDecoder",
     "SectionCache",
     "StatusFlag",
+    "Timing",
     "check",
     "cpu_errata",
     "encode",

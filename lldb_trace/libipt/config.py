@@ -19,13 +19,34 @@ INSN_ENABLE_TICK_EVENTS = 1 << 0
 
 
 @dataclass(frozen=True)
+class Timing:
+    """The clocks behind a trace's timing packets, which libipt needs to turn MTC and CYC into time.
+
+    ``mtc_freq`` is IA32_RTIT_CTL.MTCFreq (an MTC every 2**mtc_freq crystal
+    clocks), ``nom_freq`` the nominal core:bus ratio (MSR_PLATFORM_INFO[15:8],
+    which with CBR packets gives the length of a CYC cycle), and the TSC runs
+    ``cpuid_0x15_ebx / cpuid_0x15_eax`` times faster than the crystal clock.
+    Zeros: unknown, and libipt then keeps to TSC packets.
+    """
+
+    mtc_freq: int = 0
+    nom_freq: int = 0
+    cpuid_0x15_eax: int = 0
+    cpuid_0x15_ebx: int = 0
+
+
+@dataclass(frozen=True)
 class Cpu:
-    """The traced CPU; errata workarounds depend on it."""
+    """The traced CPU: errata workarounds depend on its model, estimated times on its ``timing``.
+
+    A CPU of unknown ``vendor`` gets no errata workarounds, but its timing still counts.
+    """
 
     family: int
     model: int
     stepping: int
     vendor: CpuVendor = CpuVendor.INTEL
+    timing: Timing | None = None
 
     def to_c(self):
         return pt_cpu(int(self.vendor), self.family, self.model, self.stepping)
@@ -53,17 +74,7 @@ class Config:
     into it; a gigabyte trace file is not read into memory).
     """
 
-    def __init__(
-        self,
-        trace,
-        cpu=None,
-        *,
-        mtc_freq=0,
-        nom_freq=0,
-        cpuid_0x15_eax=0,
-        cpuid_0x15_ebx=0,
-        flags=0,
-    ):
+    def __init__(self, trace, cpu=None, *, flags=0):
         if memoryview(trace).readonly:
             trace = bytearray(trace)
         size = len(trace)
@@ -78,13 +89,14 @@ class Config:
         c.size = ctypes.sizeof(pt_config)
         c.begin = begin
         c.end = begin + size
-        if cpu is not None:
+        if cpu is not None and cpu.vendor == CpuVendor.INTEL:
             c.cpu = cpu.to_c()
             check(lib().pt_cpu_errata(ctypes.byref(c.errata), ctypes.byref(c.cpu)), "pt_cpu_errata")
-        c.mtc_freq = mtc_freq
-        c.nom_freq = nom_freq
-        c.cpuid_0x15_eax = cpuid_0x15_eax
-        c.cpuid_0x15_ebx = cpuid_0x15_ebx
+        timing = cpu.timing if cpu is not None and cpu.timing is not None else Timing()
+        c.mtc_freq = timing.mtc_freq
+        c.nom_freq = timing.nom_freq
+        c.cpuid_0x15_eax = timing.cpuid_0x15_eax
+        c.cpuid_0x15_ebx = timing.cpuid_0x15_ebx
         c.flags.variant[0] = flags
         self.c = c
 

@@ -12,9 +12,10 @@
   code is a gap in the decode, named by ``trace dump``.
 """
 
+from dataclasses import replace
 from pathlib import Path
 
-from ..bundle.model import Bundle, CpuInfo, CpuTrace, MissingModule, Module, Process, Thread, TscConversion
+from ..bundle.model import Bundle, ClockInfo, CpuInfo, CpuTrace, MissingModule, Module, Process, Thread, TscConversion
 from ..perf.records import pack_switch_record
 from .aux_streams import join_streams
 from .binaries import BinarySearch, find_binary
@@ -47,7 +48,7 @@ def load_perf_data(path, search=None):
     return Bundle(
         path=Path(recording.path),
         format=FORMAT,
-        cpu=_cpu(recording.cpuid),
+        cpu=replace(_cpu(recording.cpuid), clock=_clock(recording.intel_pt, recording.pt_config)),
         processes=processes,
         cpus=tuple(_cpu_trace(recording, cpu, stream) for cpu, stream in sorted(streams.items())) if per_cpu else (),
         tsc_conversion=tsc,
@@ -64,6 +65,22 @@ def _cpu(cpuid):
         except ValueError:
             pass
     return CpuInfo("unknown", 0, 0, 0)
+
+
+def _clock(info, config):
+    """What the event's MTC and CYC packets mean (AUXTRACE_INFO's masks and ratios), or None without them."""
+    mtc, cyc = bool(config & info.mtc_bit), bool(config & info.cyc_bit)
+    if not (mtc or cyc):
+        return None
+    mask = info.mtc_freq_bits
+    period = (config & mask) >> ((mask & -mask).bit_length() - 1) if mtc and mask else None
+    ratio = (info.tsc_ctc_ratio_n, info.tsc_ctc_ratio_d)
+    return ClockInfo(
+        mtc_period=period,
+        tsc_ctc_ratio=ratio if all(ratio) else None,
+        nominal_ratio=info.max_nonturbo_ratio or None,
+        cycle_accurate=cyc,
+    )
 
 
 def _tsc_conversion(info):

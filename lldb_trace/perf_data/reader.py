@@ -86,6 +86,7 @@ class Recording:
     path: str
     data: object
     intel_pt: IntelPtInfo
+    pt_config: int = 0  # the intel_pt event's attr.config: which packets it asked for
     cpuid: str | None = None
     build_ids: dict = field(default_factory=dict)  # file name -> hex build-id
     comms: dict = field(default_factory=dict)  # tid -> command name
@@ -257,7 +258,8 @@ class _Reader:
         if found is None:
             names = ", ".join(sorted({_event_name(e) for e in events}))
             self.fail(f"it holds no Intel PT trace (its events: {names}): record one with 'perf record -e intel_pt//u'")
-        recording = Recording(self.path, data, found)
+        config = next(event.config for event in events if event.type == found.pmu_type)
+        recording = Recording(self.path, data, found, config)
         for item in pending:
             if isinstance(item, tuple):
                 self._sideband(recording, layouts, *item)

@@ -56,6 +56,9 @@ INTEL_PT_PMU_TYPE = 8  # the intel_pt PMU's type where the machine has none to a
 CONFIG_PT = 1 << 0  # intel_pt format bits: pt, tsc, branch
 CONFIG_TSC = 1 << 10
 CONFIG_BRANCH = 1 << 13
+CONFIG_CYC = 1 << 1  # the masks IntelPtInfo's defaults name: cyc, mtc, mtc_period
+CONFIG_MTC = 1 << 9
+MTC_PERIOD_SHIFT = 14
 # IP, TID, TIME, CPU, IDENTIFIER: perf finds a record's event by its IDENTIFIER once it adds its own events
 SAMPLE_TYPE = 1 | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER
 TRACE_ID = 1  # the ids of the trace's event and of the sideband's
@@ -94,6 +97,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
         have_sched_switch=3 if cpu_streams else 0,
         snapshot_mode=1 if snapshots else 0,
         per_cpu_mmaps=1 if cpu_streams else 0,
+        **_clock_words(cpu.clock),
     )
     records = bytearray(info.pack())
     if tsc_conversion:
@@ -119,7 +123,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
                 pieces = [(offset, data, PERF_AUX_FLAG_OVERWRITE) for offset, data in pieces]
             records += _aux_buffers(idx, thread.tid, None, pieces or _pieces(thread.trace, thread.breaks))
     records += pack_finished_round()
-    config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0)
+    config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0) | _clock_config(cpu.clock)
     features = {
         Feature.BUILD_ID: pack_build_ids(
             BuildIdEntry(process.pid, module.uuid, names[module.system_path])
@@ -156,6 +160,25 @@ def _file(events, records, features):
     header = FileHeader(MAGIC, FILE_HEADER_SIZE, attr_size, attrs, data, Section(0, 0), frozenset(features))
     ids = struct.pack(f"<{len(events)}Q", *(event_id for _, event_id in events))
     return b"".join((header.pack(), ids, bytes(entries), records, bytes(table), bytes(blobs)))
+
+
+def _clock_words(clock):
+    """AUXTRACE_INFO's words for MTC and CYC packets: what a decoder needs to turn them into time."""
+    if clock is None:
+        return {}
+    numerator, denominator = clock.tsc_ctc_ratio or (0, 0)
+    return {
+        "tsc_ctc_ratio_n": numerator,
+        "tsc_ctc_ratio_d": denominator,
+        "max_nonturbo_ratio": clock.nominal_ratio or 0,
+    }
+
+
+def _clock_config(clock):
+    if clock is None:
+        return 0
+    mtc = CONFIG_MTC | clock.mtc_period << MTC_PERIOD_SHIFT if clock.mtc_period is not None else 0
+    return mtc | (CONFIG_CYC if clock.cycle_accurate else 0)
 
 
 def _trace_attr(pmu_type, config):

@@ -46,7 +46,7 @@ describe.
 
 from dataclasses import dataclass
 
-from .. import libipt
+from ..decode.decoder_cpu import decoder_cpu
 from ..errors import LldbTraceError
 from .context_switches import parse_context_switches, read_context_switches
 from .cpu_trace_segments import SYNC_KINDS, scan_segments, timed_segments
@@ -92,11 +92,6 @@ class PerCpuSplit:
     cpus: tuple[CpuSplit, ...]
 
 
-def _libipt_cpu(bundle):
-    cpu = bundle.cpu
-    return libipt.Cpu(cpu.family, cpu.model, cpu.stepping) if cpu.vendor == "intel" else None
-
-
 def _all_tids(bundle):
     return [thread.tid for process in bundle.processes for thread in process.threads]
 
@@ -118,7 +113,7 @@ def split_bundle(bundle, tids=None):
             f"{bundle.path}: a bundle with per-cpu traces needs 'tscPerfZeroConversion' to read its context switches"
         )
     wanted = set(_all_tids(bundle) if tids is None else tids)
-    cpu = _libipt_cpu(bundle)
+    cpu = decoder_cpu(bundle.cpu)
     runs = {tid: [] for tid in wanted}
     executions = {tid: [] for tid in wanted}
     lost_by_tid = dict.fromkeys(wanted, 0)

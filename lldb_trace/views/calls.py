@@ -107,16 +107,19 @@ def _window(calls, options, start=None):
 
 
 def _duration(decoded, call, conversion):
-    first, last = decoded.timestamp(call.first), decoded.timestamp(call.last)
-    if first is None or last is None:
+    """From the call's first item to the item after its last: None when the time did not change in between."""
+    first = decoded.timestamp(call.first)
+    last = decoded.timestamp(min(call.last + 1, decoded.item_count))
+    if first is None or last is None or first == last:
         return None
     return shown_time(last, conversion) - shown_time(first, conversion)
 
 
 def timing(decoded, call, conversion):
-    """``(inclusive, exclusive)`` in ns (TSC ticks without a conversion), or None without timestamps."""
+    """``(inclusive, exclusive)`` in ns (TSC ticks without a conversion); () when the trace's timing is too
+    coarse to tell (no time update inside the call: "0 ticks" would be wrong), None without timestamps."""
     inclusive = _duration(decoded, call, conversion)
     if inclusive is None:
-        return None
+        return ()
     children = sum(_duration(decoded, child, conversion) or 0 for child in call.children)
     return inclusive, max(0, inclusive - children)

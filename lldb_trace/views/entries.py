@@ -45,7 +45,7 @@ class CallEntry:
     call: Call
     location: Location | None  # of the function that ran (None: the trace has no instruction of it)
     stub: Location | None  # of the PLT stub it was called through
-    timing: tuple[int, int] | None  # (inclusive, exclusive) time, with timestamps
+    timing: tuple[int, int] | None  # (inclusive, exclusive) time; () when no time update falls inside the call
 
     @property
     def label(self):

@@ -71,12 +71,37 @@ def _thread_info(process_trace, tid, index, position):
             "memoryBytes": decoded.memory_bytes,
         }
         info["decoded"]["functionCalls"] = len(process_trace.call_forest(tid))
+        info["timing"] = _timing_info(process_trace.bundle, decoded)
         end = decoded.item_count
         position = end if position is None else position
         info["position"] = {"index": position, "end": end, "text": describe_position(position, end)}
     elif (tail := process_trace.tail_if_done(tid)) is not None:  # a large trace, decoded only at its end so far
         info["decodedEnd"] = {"instructions": tail.decoded.instruction_count, "fromOffset": tail.start_offset}
     return info
+
+
+def _timing_info(bundle, decoded):
+    """How finely the thread's items are placed in time: which packets, how many time updates, in what unit."""
+    updates = sum(len(part.tsc_values) for part in decoded.parts)
+    if not updates:
+        return {"packets": None, "updates": 0}
+    clock = bundle.cpu.clock
+    finer = clock.describe() if clock is not None else ""
+    return {
+        "packets": "TSC" + (f", {finer}" if finer else ""),
+        "updates": updates,
+        "instructionsPerUpdate": round(decoded.instruction_count / updates, 1),
+        "unit": "ns" if bundle.tsc_conversion is not None else "TSC ticks",
+    }
+
+
+def _timing_text(timing):
+    if not timing["packets"]:
+        return "      timing: none (no timing packets; record with --tsc, --mtc or --cyc for times)"
+    return (
+        f"      timing: {timing['packets']}; {timing['updates']} time updates, one per"
+        f" {timing['instructionsPerUpdate']} instructions on average; times in {timing['unit']}"
+    )
 
 
 def info_text(info):
@@ -151,6 +176,7 @@ def info_text(info):
             f"      decoded in {decoded['decodeSeconds'] * 1000:.1f} ms, "
             f"{decoded['memoryBytes']} bytes ({per_instruction:.2f} bytes per instruction)"
         )
+        lines.append(_timing_text(thread["timing"]))
     if "bundleText" in info:
         lines += ["Bundle file:", info["bundleText"].rstrip()]
     return "\n".join(lines)

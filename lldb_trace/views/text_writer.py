@@ -117,5 +117,7 @@ class TextWriter:
                 line += f"  ({entry.stub_note})"
             if entry.timing:
                 line += f"  inclusive {entry.timing[0]} {unit}, exclusive {entry.timing[1]} {unit}"
+            elif entry.timing == ():
+                line += "  (shorter than the trace's timing resolution)"
             lines.append(line)
         return lines

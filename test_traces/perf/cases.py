@@ -17,6 +17,9 @@ trace loaded from its JSON bundle.
 - ``basic``: one thread through the program, libc and ld.so (per thread);
 - ``threads``: four threads (per thread);
 - ``timestamps``: TSC packets and a TSC conversion (per thread);
+- ``cycles``: TSC, MTC and CYC packets (cycle-accurate, per thread); its
+  reference also keeps the distinct times of perf's *timed* decode
+  (``--itrace=i0ns -F tid,time --ns``), which works for these streams;
 - ``percpu``: per-cpu AUX areas split by cpu-wide context switch records;
 - ``truncated``: basic's trace in two AUX buffers, the first flagged
   TRUNCATED, the bytes between lost, the second starting at a PSB;
@@ -41,7 +44,7 @@ from lldb_trace.perf_data import cpu_streams, perf_data_bytes  # noqa: E402
 from lldb_trace.perf_data.aux_streams import Break  # noqa: E402
 from lldb_trace.process_trace import ProcessTrace  # noqa: E402
 
-CASES = ("basic", "threads", "timestamps", "percpu", "truncated", "snapshot")
+CASES = ("basic", "threads", "timestamps", "cycles", "percpu", "truncated", "snapshot")
 SOURCES = {"truncated": "basic", "snapshot": "basic"}
 
 
@@ -116,6 +119,19 @@ def perf_script(path):
     return found
 
 
+def perf_times(path):
+    """``{tid: sorted distinct ns}`` of perf's timed decode of ``path``."""
+    done = subprocess.run(
+        ["perf", "script", "-f", "-i", str(path), "--itrace=i0ns", "-F", "tid,time", "--ns"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    found = {}
+    for line in done.stdout.splitlines():
+        tid, time = line.split()
+        found.setdefault(int(tid), set()).add(int(time.rstrip(":").replace(".", "")))
+    return {tid: sorted(times) for tid, times in found.items()}
+
+
 REFERENCES = HERE / "references.json"
 PERF_CASES = tuple(case for case in CASES if case != "percpu")
 
@@ -144,7 +160,11 @@ def main():
     references = {}
     with tempfile.TemporaryDirectory() as folder:
         for case in PERF_CASES:
-            references[case] = summary(perf_script(make(case, folder)), case)
+            path = make(case, folder)
+            references[case] = summary(perf_script(path), case)
+            if case == "cycles":
+                for tid, times in perf_times(path).items():
+                    references[case][str(tid)]["times"] = times
             print(case, {tid: entry["count"] for tid, entry in references[case].items()})
     REFERENCES.write_text(json.dumps(references, indent=1) + "\n")
 
