@@ -32,7 +32,7 @@ START = 1_700_000_000_000  # ns
 
 def instruction_time(index):
     """When instruction ``index`` ran: mostly a few ns apart, with slow stretches (a page fault, a syscall)."""
-    stall = (index % 500 == 0) * 200_000  # longer than 256 MTC periods: a TSC packet stands in for MTC
+    stall = (index % 500 == 0) * 200_000 + (index % 700 == 0) * 12_000_000  # longer than 256 MTC periods
     slow = (index % 29 == 0) * 20_000 + (index % 13 == 0) * 700
     return START + index * 3 + (index * (index % 7)) % 11 + slow + stall
 

@@ -105,14 +105,17 @@ class StreamWriter:
     def _suppressed(self, kind):
         self._emit(kind, "<I4xQ", IpCompression.SUPPRESSED, 0)
 
-    def _tsc(self):
+    def _tsc(self, now=None):
         if self._timing is not None:
-            self._timing.header()
+            self._timing.header(now)
 
     def _timed(self, when=None):
-        """MTC/CYC due before a packet about something that happened at ``when`` (default: now)."""
+        """MTC/CYC due before a packet about something that happened at ``when`` (default: now); returns the
+        time used, for a TSC that follows (one reading: cycles must add up to the next TSC exactly)."""
         if self._fine:
-            self._timing.before(self.clock() if when is None else when)
+            when = self.clock() if when is None else when
+            self._timing.before(when)
+        return when
 
     def _mode_exec(self):
         self._emit(PacketType.MODE, "<II", 0, 1)  # leaf exec, csl=1 csd=0: 64-bit
@@ -140,8 +143,7 @@ class StreamWriter:
             self._tsc()
             self._emit(PacketType.PSBEND)
         else:
-            self._timed()
-            self._tsc()
+            self._tsc(self._timed())
         self._mode_exec()
         self._timed()
         self._ip_packet(PacketType.TIP_PGE, ip)
@@ -152,9 +154,9 @@ class StreamWriter:
         if self.written - self.last_psb < self.psb_period:
             return
         self.flush_tnt()
-        self._timed()
+        now = self._timed()
         self._psb(index)
-        self._tsc()
+        self._tsc(now)
         self._mode_exec()
         self._ip_packet(PacketType.FUP, ip)
         self._emit(PacketType.PSBEND)
@@ -202,8 +204,7 @@ class StreamWriter:
     def resume(self, ip):
         """Tracing continues after an overflow at ``ip``."""
         self._last_ip = None
-        self._timed()
-        self._tsc()
+        self._tsc(self._timed())
         self._ip_packet(PacketType.FUP, ip)
 
     def end(self, stop_ip):

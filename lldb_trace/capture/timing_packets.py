@@ -8,7 +8,8 @@ cycle per TSC tick, so that libipt, told the same through the bundle's
 - TSC (with a TMA giving the crystal clock at that TSC when MTC is on) in
   every PSB+ and whenever tracing (re)starts;
 - MTC when the crystal clock entered a new MTC period since the last timing
-  packet; a gap of 256 periods or more is beyond MTC's 8 bits, so a TSC+TMA
+  packet; a gap of 256 periods or more is beyond MTC's 8 bits (and one of more
+  than 2**16 crystal clocks after a TMA beyond the TMA's bits), so a TSC+TMA
   stands in for it (with a CBR in cycle-accurate mode: libipt calibrates the
   cycle's length from the cycles between two MTCs, which such a gap would
   spoil; a CBR outside PSB+ restarts that calibration);
@@ -17,8 +18,9 @@ cycle per TSC tick, so that libipt, told the same through the bundle's
 - CBR in every PSB+, at the nominal ratio, so a cycle is one TSC tick.
 
 CYC packets count every cycle since the first TSC, across TSC packets and
-stretches with tracing off: libipt calibrates the cycle's length from the
-cycles between two MTCs.  And it keeps a CYC that follows an MTC relative to
+stretches with tracing off (a TSC comes right after the CYC up to it, from one
+clock reading): libipt calibrates the cycle's length from the cycles between
+two MTCs.  And it keeps a CYC that follows an MTC relative to
 that MTC only when a CYC with cycles came in the MTC's period before it;
 where none did, a TSC+TMA is written instead of the MTC.  So the estimates
 are the clock's readings.
@@ -29,7 +31,8 @@ from ..libipt.enums import PacketType
 
 CTC_NS = 40  # a 25 MHz crystal clock
 NOMINAL_RATIO = 10  # CBR and nominal ratio alike: one cycle per TSC tick
-_MTC_RANGE = 256  # an MTC carries 8 bits of the period count
+_MTC_BITS = 8  # an MTC carries 8 bits of the period count
+_TMA_CTC_BITS = 16  # a TMA carries the crystal clock's low 16 bits
 
 
 def clock_info(mtc_period, cycle_accurate):
@@ -48,6 +51,8 @@ class TimingPackets:
     def __init__(self, emit, clock, mtc_period=None, cycle_accurate=False):
         self._emit, self.clock = emit, clock
         self.mtc_period, self.cycle_accurate = mtc_period, cycle_accurate
+        if mtc_period is not None:  # how many periods an MTC may be from the last MTC or TMA
+            self._mtc_range = 1 << min(_MTC_BITS, _TMA_CTC_BITS - mtc_period)
         self._period = None  # the MTC period of the last TSC/TMA/MTC
         self._last_cycle = None  # the time of the last CYC (or TSC)
         self._cycles_in_period = False  # a CYC with cycles came since the last MTC/TSC
@@ -83,7 +88,7 @@ class TimingPackets:
             period = when // CTC_NS >> self.mtc_period
             if period != self._period:
                 edge = (period << self.mtc_period) * CTC_NS
-                if period - self._period >= _MTC_RANGE:
+                if period - self._period >= self._mtc_range:
                     self._restart(when)
                     return
                 self._cycle(edge)

@@ -22,6 +22,7 @@ _STALLED = -1001  # gap code: libipt walks code that needs no trace, forever
 _PENDING = int(StatusFlag.EVENT_PENDING)
 _LOST = "overflow: the trace lost the instructions that ran here"
 _EOS = -int(ErrorCode.EOS)
+_TIMING_ONLY = (EventType.TICK, EventType.CBR)
 
 
 def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, file_end=True, task=None):
@@ -89,8 +90,8 @@ def _take_events(decoder, decoded, status):
             return _sync(decoder, decoded)
         if event.tsc is not None:
             decoded.add_timestamp(event.tsc)
-        if event.type == EventType.TICK:
-            continue  # a timing update only: it lives in the timestamp table
+        if event.type in _TIMING_ONLY:
+            continue  # a timing update only: it lives in the timestamp table (libipt keeps the core:bus ratio)
         decoded.add_event(event.type, _event_ip(event))
         if event.type == EventType.OVERFLOW:
             # Instructions were lost here: a gap item, as native LLDB shows it, not only an event.
