@@ -15,6 +15,7 @@ Works from plain Python (no LLDB needed) and from LLDB's ``script``::
     thread.locate(0x401126)                                  # the same Location for any address
     for call in thread.call_forest().calls():                # execution order, parents before children
         print(call, thread.locate(call.address).function_label)
+    thread.walk(on_call=lambda e: print(e.index, e.depth, e.function), functions=["descend"])  # subscribers
 
 Items are numbered from 0 (oldest) to ``item_count - 1``; an item is an
 instruction or a gap (a decode error); events and timestamps hang off the
@@ -25,7 +26,7 @@ the two give the same answers.  A call through a PLT stub is the library
 function it reached (``call.address``); ``call.stub`` is the stub.
 """
 
-from . import history
+from . import history, subscribe
 from .bundle.loader import load_bundle
 from .errors import LldbTraceError
 from .history import queries
@@ -132,6 +133,19 @@ class ThreadTrace:
         """Executions newest first (history.Match): calls of ``function`` (a name), of ``line`` (``(file, line)``)
         or of the instruction at ``address``; exactly one of them."""
         return queries.find(self.history, self.symbolizer, function, line, address, limit)
+
+    # -- subscribers (lldb_trace.subscribe) -------------------------------------------------------------
+
+    def walk(self, on_call=None, on_return=None, on_gap=None, on_instruction=None, functions=None, modules=None,
+             range=None):  # fmt: skip
+        """Call the callbacks with each subscribe.Event of the history, in trace order; a WalkSummary.
+
+        ``functions`` (``fib``, ``module`fib``, globs) and ``modules`` (file names, globs) filter the calls,
+        returns and instructions before any Python runs; ``range`` is ``FROM:TO`` or ``(first, last)``.
+        A callback returning ``False`` (or raising subscribe.StopWalk) ends the walk.
+        """
+        callbacks = {"call": on_call, "return": on_return, "gap": on_gap, "instruction": on_instruction}
+        return subscribe.walk(self.process_trace, self.tid, self.symbolizer, callbacks, functions, modules, range)
 
     def __repr__(self):
         where = f"<ThreadTrace tid {self.tid} of process {self.process_trace.pid}"

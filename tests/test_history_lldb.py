@@ -8,10 +8,6 @@ and the tests check that LLDB shows them: frames, lines, stop reasons, errors, t
 
 import json
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -19,6 +15,7 @@ from conftest import ROOT
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
 from support.launching import launchable  # noqa: E402
+from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace import api  # noqa: E402
@@ -301,17 +298,11 @@ def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
     assert live.GetProcess().GetState() == lldb.eStateExited
 
 
-@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
+@needs_lldb_22
 def test_time_travel_in_debians_lldb_22(tmp_path):
-    init = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "lldbinit"], capture_output=True, text=True)
-    script = tmp_path / "init.lldb"
-    script.write_text(init.stdout)
     commands = [f"trace load {LONGJMP / 'trace.json'}", "pt goto 100", "bt", "frame select 3", "pt reverse-finish",
                 "breakpoint set -n level3", "process continue --reverse", "pt find -f level3"]  # fmt: skip
-    run = subprocess.run(
-        ["lldb-22", "-x", "-b", "-s", str(script), *[part for c in commands for part in ("-o", c)]],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    run = run_lldb_22(tmp_path, commands)
     out = run.stdout
     assert run.returncode == 0, run.stderr + out
     assert "frame #8: 0x00000000004016f5 longjmp`main at longjmp.c:44:5" in out

@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -21,6 +20,7 @@ sys.path.insert(0, str(ROOT / "test_traces"))
 sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
 import cases  # noqa: E402
 import scenarios  # noqa: E402
+from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
 
 THREADS = ROOT / "test_traces" / "threads" / "trace.json"
 COMMANDS = ["thread list", "bt", "pt dump --instructions -c 8", "bt all"]
@@ -110,16 +110,10 @@ def test_search_path_finds_a_moved_binary_in_the_debugger(tmp_path, threads_perf
         session.close()
 
 
-@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
+@needs_lldb_22
 def test_debians_lldb_22_loads_a_perf_data(tmp_path, threads_perf):
-    init = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "lldbinit"], capture_output=True, text=True)
-    script = tmp_path / "init.lldb"
-    script.write_text(init.stdout)
     commands = [f"trace load {threads_perf}", "thread list", "bt", f"trace save --format perf {tmp_path / 'x.data'}"]
-    done = subprocess.run(
-        ["lldb-22", "-x", "-b", "-s", str(script), *[part for c in commands for part in ("-o", c)]],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_lldb_22(tmp_path, commands)
     out = done.stdout
     assert done.returncode == 0, done.stderr + out
     assert "thread #4: tid = 5677" in out

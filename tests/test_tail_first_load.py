@@ -6,16 +6,13 @@ loaded whole (the threshold as shipped), in the same LLDB.
 """
 
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace import process_trace  # noqa: E402
@@ -134,17 +131,11 @@ def test_an_interrupted_bt_shows_nothing_and_runs_again(tmp_path, monkeypatch):
         session.close()
 
 
-@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
+@needs_lldb_22
 def test_tail_first_loading_in_debians_lldb_22(tmp_path):
-    init = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "lldbinit"], capture_output=True, text=True)
-    script = tmp_path / "init.lldb"
-    script.write_text(init.stdout)
     commands = ["script import lldb_trace.process_trace as p; p.TAIL_FIRST_BYTES = 1", f"trace load {THREADS}",
                 "thread trace dump instructions -c 2", "bt"]  # fmt: skip
-    done = subprocess.run(
-        ["lldb-22", "-x", "-b", "-s", str(script), *[part for c in commands for part in ("-o", c)]],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_lldb_22(tmp_path, commands)
     out = done.stdout
     assert done.returncode == 0, done.stderr + out
     assert "[-1] 0x7ffff7ea9407 : syscall" in out and "[-2] 0x7ffff7ea9405" in out

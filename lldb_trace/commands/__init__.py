@@ -13,11 +13,14 @@ from ..debugger.interpreter import run_command
 from . import frames_on_demand, register_read, routing
 from .base import CONTAINER
 from .dump import DumpCommand
+from .export import ExportCommand
 from .find import FindCommand
 from .history import COMMANDS as HISTORY_COMMANDS
 from .load import LoadCommand
+from .profile import ProfileCommand
 from .save import SaveCommand
 from .schema import SchemaCommand
+from .script import ScriptCommand
 from .start import StartCommand, StopCommand, install_stepping_overrides
 
 CONTAINER_HELP = (
@@ -25,7 +28,8 @@ CONTAINER_HELP = (
     " 'help pt load' or 'help pt start'."
 )
 COMMANDS = (
-    LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand, FindCommand, *HISTORY_COMMANDS,
+    LoadCommand, SchemaCommand, DumpCommand, SaveCommand, StartCommand, StopCommand, FindCommand, ExportCommand,
+    ScriptCommand, ProfileCommand, *HISTORY_COMMANDS,
 )  # fmt: skip
 
 

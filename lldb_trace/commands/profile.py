@@ -1,0 +1,124 @@
+"""``pt profile``: where a thread's history spent its instructions and time, per function, source line or module."""
+
+import os
+import tempfile
+
+import lldb
+
+from ..debugger import histories
+from ..errors import LldbTraceError
+from ..profile import SORTS, profile
+from ..views.profile import profile_json, profile_text
+from .base import OptionValueError, TidOptionCommand, help_paragraphs
+from .dump import chosen_tids, selected_trace
+
+DEFAULT_COUNT = 20
+GROUPINGS = (
+    ("function", "one row per function (the default)"),
+    ("line", "one row per source line (per function where there is no line information)"),
+    ("module", "one row per module"),
+)
+
+
+class ProfileCommand(TidOptionCommand):
+    name = "profile"
+    short_help = "Profile a thread's history: calls, instructions and time per function, source line or module."
+    long_help = help_paragraphs(
+        "Usage: pt profile [-t TID] [--by function|line|module] [--range FROM:TO] [-c N] [--sort ORDER] [--json]"
+        " [--file PATH]",
+        "Counts what the selected thread (or -t TID) ran, over its whole trace or items FROM to TO (--range, as"
+        " 'pt export' takes it: either side may be left out, negative counts from the end), from its call tree."
+        " Each row has: calls, the calls made in the range (its call instruction and the function's first"
+        " instruction both in it; a tail call or a signal handler's run counts as a call, a function already"
+        " running when the range begins does not); exclusive, the instructions run in the row itself, with their"
+        " share of the range; inclusive, the instructions run while the row is on the stack, each counted once"
+        " even when the row is on the stack several times (recursion), with their share; and, when the trace has"
+        " timestamps, exclusive and inclusive time in ns (TSC ticks without a conversion), an instruction lasting"
+        " until the next item's time. A trace without timing has no time columns.",
+        "--by function: a function's exclusive instructions are those of its own frames (a PLT stub's count in"
+        " the function it reached); inclusive, those of its outermost frames. --by line: exclusive, the"
+        " instructions at the line's addresses; inclusive, those plus everything the calls made from the line"
+        " ran; calls, the calls made from the line. --by module: exclusive, the instructions at the module's"
+        " addresses; inclusive, those plus everything its functions' frames ran (callbacks into other modules"
+        " included); calls, the calls of its functions. Exclusive counts add up to the range's instruction"
+        " count, as the totals line shows.",
+        "--sort orders the rows, largest first: by exclusive instructions (the default), inclusive, calls, time"
+        " (exclusive time) or inclusive-time; name sorts by name (lines by file and line number)."
+        f" -c N shows the first N rows (default {DEFAULT_COUNT}; 0: all). --json prints every field of the rows"
+        " shown, the totals, the range and the unit of time (null without timing). --file PATH writes the"
+        " output to PATH instead (whole or not at all).",
+    )
+
+    def setup_command_definition(self):
+        parser = self.get_parser()
+        self.add_tid_option("The thread to profile (default: the selected thread).")
+        self.add_choice_option("b", "by", "What a row is.", GROUPINGS, "function")
+        parser.add_option("r", "range", "Only items FROM:TO (e.g. 1000:2000, -5000:).", default=None,
+                          value_type=lldb.eArgTypeValue)  # fmt: skip
+        self.add_number_option("c", "count", f"How many rows to show (default {DEFAULT_COUNT}; 0: all).",
+                               lldb.eArgTypeCount, default=str(DEFAULT_COUNT), dest="count")  # fmt: skip
+        # Not a choice option: LLDB's parser refuses "inclusive" as a prefix of "inclusive-time" too.
+        parser.add_option("s", "sort", f"The order of the rows: {_listed(SORTS)} (default: exclusive).",
+                          default="exclusive", value_type=lldb.eArgTypeSortOrder)  # fmt: skip
+        parser.add_option("j", "json", "Print JSON.", default=None)
+        parser.add_option("F", "file", "Write the output to this file.", default=None, value_type=lldb.eArgTypeFilename)
+
+    def run(self, debugger, args, exe_ctx, result):
+        parser = self.get_parser()
+        if len(self.tids) > 1:
+            raise LldbTraceError("pt profile profiles one thread: give -t once")
+        target, process_trace = selected_trace(debugger, exe_ctx)
+        tid = chosen_tids(process_trace, target, self.tids)[0]
+        if not process_trace.has_trace(tid):
+            raise LldbTraceError(f"thread {tid} has no trace to profile")
+        symbolizer = histories.history_of(target, tid, process_trace).symbolizer
+        by, sort = _full(parser.by, GROUPINGS), _sort(parser.sort)
+        made = profile(process_trace, tid, symbolizer, by, parser.range if parser.was_set("range") else None)
+        rows = made.sorted_rows(sort)
+        count = int(parser.count)
+        shown = rows[:count] if count else rows
+        text = profile_json(made, shown, sort) if parser.was_set("json") else profile_text(made, shown)
+        if parser.was_set("file"):
+            _write(parser.file, text)
+            result.AppendMessage(f"wrote the profile of thread {tid} to {parser.file}")
+        else:
+            result.AppendMessage(text)
+        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+def _sort(given):
+    """The sort ``given`` names: exactly, or as the start of only one."""
+    if given in SORTS:
+        return given
+    matches = [value for value in SORTS if value.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    raise OptionValueError(f"unknown sort '{given}': choose {_listed(SORTS)}")
+
+
+def _listed(values):
+    return ", ".join(values[:-1]) + f" or {values[-1]}"
+
+
+def _full(given, choices):
+    """The choice ``given`` names (the option parser accepts a unique prefix)."""
+    return next(value for value, _help in choices if value.startswith(given))
+
+
+def _write(path, text):
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed over it."""
+    path = os.path.expanduser(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise LldbTraceError(f"cannot write {path}: the folder {folder} does not exist")
+    partial = None
+    try:
+        descriptor, partial = tempfile.mkstemp(dir=folder, prefix=".profile-")
+        with os.fdopen(descriptor, "w") as out:
+            out.write(text + "\n")
+        os.chmod(partial, 0o644)
+        os.replace(partial, path)
+    except OSError as error:
+        if partial and os.path.exists(partial):
+            os.unlink(partial)
+        raise LldbTraceError(f"cannot write {path}: {error.strerror}") from None
