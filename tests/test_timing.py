@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
 from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.bundle.model import ClockInfo, CpuInfo
@@ -24,6 +25,7 @@ from lldb_trace.decode import decode_thread_trace
 from lldb_trace.decode.decoder_cpu import decoder_cpu
 from lldb_trace.perf_data import load_perf_data
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.profile import profile
 
 STATIC = ROOT / "test_traces" / "static"
 TID = 5668
@@ -178,3 +180,21 @@ def test_a_bundle_and_its_perf_data_have_the_same_clock_and_times(cycles_perf_da
     everything = np.arange(decoded.item_count)
     assert decoded.item_count == decoded_perf.item_count
     assert times.at(everything).tolist() == times_perf.at(everything).tolist()
+
+
+# -- what fine timing gives profiles and exports ------------------------------------------------------------------
+
+
+def test_a_profile_of_the_cycle_accurate_trace_spends_all_of_its_time():
+    """Every nanosecond between the first and the last timestamp is some row's exclusive time, in each grouping,
+    and with CYC timing nearly every function's time is known (only a few shorter than a time update are 0)."""
+    if not scenarios.modules_match(CYCLES):
+        pytest.skip("this machine's libraries are not the ones the committed trace ran")
+    thread = api.open_bundle(CYCLES.parent).threads[0]
+    times = ThreadTimes(thread.decoded, thread.process_trace.bundle.tsc_conversion)
+    span = int(times.at([thread.decoded.item_count])[0] - times.at([0])[0])
+    for by in ("function", "line", "module"):
+        made = profile(thread.process_trace, thread.tid, thread.symbolizer, by)
+        assert made.time_unit == "ns" and sum(row.exclusive_time for row in made.rows) == span
+    functions = profile(thread.process_trace, thread.tid, thread.symbolizer).rows
+    assert sum(1 for row in functions if row.exclusive_time == 0) <= len(functions) // 10
