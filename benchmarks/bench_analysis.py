@@ -25,10 +25,10 @@ ASKS = {
     "profile by function": "pt profile -c 10",
     "profile by line": "pt profile --by line -c 10",
     "profile by module": "pt profile --by module",
-    "export chrome": "pt export --format chrome {out}/t.json",
-    "export perfetto": "pt export --format perfetto {out}/t.pftrace",
-    "export speedscope": "pt export --format speedscope {out}/t.speedscope.json",
-    "export folded": "pt export --format folded {out}/t.folded",
+    "export chrome": "pt export --force --format chrome {out}/t.json",
+    "export perfetto": "pt export --force --format perfetto {out}/t.pftrace",
+    "export speedscope": "pt export --force --format speedscope {out}/t.speedscope.json",
+    "export folded": "pt export --force --format folded {out}/t.folded",
 }
 
 

@@ -8,6 +8,7 @@ and the tests check that LLDB shows them: frames, lines, stop reasons, errors, t
 
 import json
 import re
+import sys
 
 import pytest
 from conftest import ROOT
@@ -20,6 +21,9 @@ from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace import api  # noqa: E402
 from lldb_trace.history import HistoryError  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "test_traces"))
+from scenarios import modules_match  # noqa: E402
 
 HISTORY = ROOT / "test_traces" / "history"
 LONGJMP = HISTORY / "longjmp"
@@ -274,6 +278,17 @@ def test_find_lists_executions_newest_first(session):
         ("pt find -f fact -c -1", "--count must be 0 or more"),
     ]:
         assert message in session.handle(command).GetError(), command
+
+
+def test_find_a_function_skips_copies_of_it_inlined_elsewhere(session):
+    """ld.so's debug info has malloc inlined into dozens of its functions; none of those is a call of malloc."""
+    basic = ROOT / "test_traces" / "basic"
+    if not modules_match(basic / "trace.json"):
+        pytest.skip("this machine's libraries are not the ones the committed trace ran")
+    thread = loaded(session, basic)
+    listed = json.loads(session.ok("pt find --function malloc -c 0 --json"))
+    assert {entry["function"] for entry in listed} == {"libc.so.6`__libc_malloc"}
+    assert [entry["index"] for entry in listed] == [m.index for m in thread.find(function="malloc")]
 
 
 def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):

@@ -29,6 +29,9 @@ class LldbSymbolizer(Symbolizer):
     def function_entries(self, name):
         found = set()
         for context in self.target.FindFunctions(name):
+            block = context.GetBlock()
+            if block.IsValid() and block.IsInlined():
+                continue  # a copy inlined into another function (ld.so's malloc in _dl_lookup_symbol_x): no call
             function, symbol = context.GetFunction(), context.GetSymbol()
             start = function.GetStartAddress() if function.IsValid() else symbol.GetStartAddress()
             address = start.GetLoadAddress(self.target)
