@@ -30,7 +30,7 @@ from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
 from lldb_trace.analysis.item_range import RangeError
 from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.profile import ProfileError, profile
+from lldb_trace.profile import ProfileError, by_address, profile
 from lldb_trace.views.profile import profile_json, profile_text
 
 TRACES = ROOT / "test_traces"
@@ -405,3 +405,15 @@ def test_pt_profile_in_debians_lldb_22(tmp_path):
     thread = api.open_bundle(TRACES / "timestamps").thread(5683)
     expected = profile(thread.process_trace, 5683, thread.symbolizer, "line", "100:6000")
     assert json.loads(written.read_text()) == json.loads(profile_json(expected, expected.rows, "exclusive"))
+
+
+def test_counting_by_address_in_chunks_changes_nothing(monkeypatch):
+    """Lines and modules are counted a chunk of items at a time (bounded memory); chunk edges cut blocks."""
+    thread = api.open_bundle(TRACES / "cycles").threads[0]
+    whole = {
+        by: profile(thread.process_trace, thread.tid, thread.symbolizer, by, "7:8000") for by in ("line", "module")
+    }
+    monkeypatch.setattr(by_address, "CHUNK_ITEMS", 97)
+    for by, expected in whole.items():
+        chunked = profile(thread.process_trace, thread.tid, thread.symbolizer, by, "7:8000")
+        assert [vars(row) for row in chunked.rows] == [vars(row) for row in expected.rows]

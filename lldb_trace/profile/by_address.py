@@ -17,6 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis import ItemRange
+
+CHUNK_ITEMS = 1 << 22  # 4M items: about 0.5M entries of columns at a time
+
 
 @dataclass
 class AddressCounts:
@@ -29,7 +33,21 @@ class AddressCounts:
 
 
 def count_by_address(timeline, item_range, own, stretches, times, rows):
-    """AddressCounts over ``item_range`` for ``own`` (the row of each of ``timeline.addresses``)."""
+    """AddressCounts over ``item_range`` for ``own`` (the row of each of ``timeline.addresses``).
+
+    Counted CHUNK_ITEMS items at a time (the counts add up), so that the per-entry columns of one chunk,
+    not of the whole trace, are in memory at once.
+    """
+    total = AddressCounts(*(np.zeros(rows, np.int64) for _ in range(4)))
+    for first in range(item_range.first, item_range.last + 1, CHUNK_ITEMS):
+        chunk = ItemRange(first, min(first + CHUNK_ITEMS - 1, item_range.last))
+        counts = _count_chunk(timeline, chunk, own, stretches, times, rows)
+        for name in ("exclusive", "outside", "exclusive_time", "outside_time"):
+            getattr(total, name)[:] += getattr(counts, name)
+    return total
+
+
+def _count_chunk(timeline, item_range, own, stretches, times, rows):
     whole, loose = timeline.split(item_range.first, item_range.last)
     blocks = timeline.entry_block[whole].astype(np.int64)
     starts = timeline.entry_start[whole]
