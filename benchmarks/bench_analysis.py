@@ -52,7 +52,7 @@ def report(bundle, results):
         return f"{case['seconds']:.2f} s, {case['max_rss_mb']:.0f} MB"
 
     def own(lldb, name):
-        return f"+{results[lldb, name]['seconds'] - results[lldb, 'calls5']['seconds']:.2f} s"
+        return f"{results[lldb, name]['seconds'] - results[lldb, 'calls5']['seconds']:+.2f} s"
 
     lines = [
         f"bundle: {bundle}",
@@ -66,10 +66,16 @@ def report(bundle, results):
         lines.append(
             f"| {name} | {cell('pip', name)} | {own('pip', name) if name != 'calls5' else 'baseline'} |"
             f" {cell('lldb-22', name)} | {own('lldb-22', name) if name != 'calls5' else 'baseline'} |"
-            f" {f'{size / 2**20:.1f} MB' if size else ''} |"
+            f" {_size(size)} |"
         )
     lines.append(f"| native lldb-22: dump info (its whole decode) | | | {cell('native', 'decode')} | | |")
     return "\n".join(lines)
+
+
+def _size(size):
+    if not size:
+        return ""
+    return f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 1024:.1f} KB"
 
 
 def main(argv=None):
