@@ -49,6 +49,21 @@ def number_error(option, text):
     return OptionValueError(f"{option}: '{text}' is not a number (give it in decimal, or in hex as 0x1f)")
 
 
+def listed(values):
+    """``a, b or c``: the values a choice takes, as errors and help list them."""
+    return ", ".join(values[:-1]) + f" or {values[-1]}"
+
+
+def choice(given, values, what):
+    """The value of ``values`` that ``given`` names, exactly or as the start of only one; else a one-line error."""
+    if given in values:
+        return given
+    matches = [value for value in values if value.startswith(given)] if given else []
+    if len(matches) == 1:
+        return matches[0]
+    raise OptionValueError(f"unknown {what} '{given}': choose {listed(values)}")
+
+
 def argument_strings(args):
     """The command's arguments as str: a list on LLDB >= 20, SBStructuredData on 19."""
     if isinstance(args, lldb.SBStructuredData):
@@ -113,12 +128,11 @@ class TraceCommand(ParsedCommand):
                 self._option_errors.append(number_error(f"--{opt_name}", opt_value))
                 return True
             opt_value = str(value)
-        elif opt_name in self._choices:
-            values = self._choices[opt_name]
-            matches = [value for value in values if value.startswith(opt_value)] if opt_value else []
-            if opt_value not in values and len(matches) != 1:
-                choices = ", ".join(values[:-1]) + f" or {values[-1]}"
-                self._option_errors.append(OptionValueError(f"unknown {opt_name} '{opt_value}': choose {choices}"))
+        elif opt_name in self._choices:  # stored whole: commands read the full value, never a prefix
+            try:
+                opt_value = choice(opt_value, self._choices[opt_name], opt_name)
+            except OptionValueError as error:
+                self._option_errors.append(error)
                 return True
         return super().set_option_value(exe_ctx, opt_name, opt_value)
 

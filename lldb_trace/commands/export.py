@@ -71,17 +71,12 @@ class ExportCommand(TidOptionCommand):
         threads = [ThreadTrace(process_trace, tid, symbolizer) for tid in tids]
         done = export(
             threads,
-            _full(parser.format, FORMATS),
+            parser.format,
             args[0],
             item_range=parser.range if parser.was_set("range") else None,
             min_duration=parser.min_duration if parser.was_set("min-duration") else None,
-            weight=_full(parser.weight, WEIGHTS) if parser.was_set("weight") else None,
+            weight=parser.weight if parser.was_set("weight") else None,
             force=parser.was_set("force"),
         )
         result.AppendMessage(done.summary())
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
-
-
-def _full(given, choices):
-    """The choice ``given`` names (the option parser accepts a unique prefix)."""
-    return next(value for value, _help in choices if value.startswith(given))

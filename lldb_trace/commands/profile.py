@@ -1,15 +1,15 @@
 """``pt profile``: where a thread's history spent its instructions and time, per function, source line or module."""
 
-import os
-import tempfile
+from pathlib import Path
 
 import lldb
 
 from ..debugger import histories
 from ..errors import LldbTraceError
+from ..export.output import staged
 from ..profile import SORTS, profile
 from ..views.profile import profile_json, profile_text
-from .base import OptionValueError, TidOptionCommand, help_paragraphs
+from .base import TidOptionCommand, choice, help_paragraphs, listed
 from .dump import chosen_tids, selected_trace
 
 DEFAULT_COUNT = 20
@@ -58,7 +58,7 @@ class ProfileCommand(TidOptionCommand):
         self.add_number_option("c", "count", f"How many rows to show (default {DEFAULT_COUNT}; 0: all).",
                                lldb.eArgTypeCount, default=str(DEFAULT_COUNT), dest="count")  # fmt: skip
         # Not a choice option: LLDB's parser refuses "inclusive" as a prefix of "inclusive-time" too.
-        parser.add_option("s", "sort", f"The order of the rows: {_listed(SORTS)} (default: exclusive).",
+        parser.add_option("s", "sort", f"The order of the rows: {listed(SORTS)} (default: exclusive).",
                           default="exclusive", value_type=lldb.eArgTypeSortOrder)  # fmt: skip
         parser.add_option("j", "json", "Print JSON.", default=None)
         parser.add_option("F", "file", "Write the output to this file.", default=None, value_type=lldb.eArgTypeFilename)
@@ -72,7 +72,7 @@ class ProfileCommand(TidOptionCommand):
         if not process_trace.has_trace(tid):
             raise LldbTraceError(f"thread {tid} has no trace to profile")
         symbolizer = histories.history_of(target, tid, process_trace).symbolizer
-        by, sort = _full(parser.by, GROUPINGS), _sort(parser.sort)
+        by, sort = parser.by, choice(parser.sort, SORTS, "sort")
         made = profile(process_trace, tid, symbolizer, by, parser.range if parser.was_set("range") else None)
         rows = made.sorted_rows(sort)
         count = int(parser.count)
@@ -86,39 +86,10 @@ class ProfileCommand(TidOptionCommand):
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
 
-def _sort(given):
-    """The sort ``given`` names: exactly, or as the start of only one."""
-    if given in SORTS:
-        return given
-    matches = [value for value in SORTS if value.startswith(given)]
-    if len(matches) == 1:
-        return matches[0]
-    raise OptionValueError(f"unknown sort '{given}': choose {_listed(SORTS)}")
-
-
-def _listed(values):
-    return ", ".join(values[:-1]) + f" or {values[-1]}"
-
-
-def _full(given, choices):
-    """The choice ``given`` names (the option parser accepts a unique prefix)."""
-    return next(value for value, _help in choices if value.startswith(given))
-
-
 def _write(path, text):
-    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed over it."""
-    path = os.path.expanduser(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise LldbTraceError(f"cannot write {path}: the folder {folder} does not exist")
-    partial = None
-    try:
-        descriptor, partial = tempfile.mkstemp(dir=folder, prefix=".profile-")
-        with os.fdopen(descriptor, "w") as out:
-            out.write(text + "\n")
-        os.chmod(partial, 0o644)
-        os.replace(partial, path)
-    except OSError as error:
-        if partial and os.path.exists(partial):
-            os.unlink(partial)
-        raise LldbTraceError(f"cannot write {path}: {error.strerror}") from None
+    """Write ``text`` to ``path`` whole or not at all (a staged file renamed over it)."""
+    path = Path(path).expanduser()
+    if not path.parent.is_dir():
+        raise LldbTraceError(f"cannot write {path}: the folder {path.parent} does not exist")
+    with staged(path) as out:
+        out.write(text + "\n")

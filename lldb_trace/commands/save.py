@@ -56,7 +56,7 @@ class SaveCommand(TraceCommand):
         )
         saved = SaveProcess(process.pid, process.triple, threads, tuple(modules))
         parser = self.get_parser()
-        if parser.format.startswith("p"):
+        if parser.format == "perf":
             path = save_perf_data(
                 args[0], saved, bundle.cpu, bundle.tsc_conversion, cpu_streams(bundle), parser.was_set("force")
             )

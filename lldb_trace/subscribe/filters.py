@@ -8,19 +8,15 @@ is asked once per function, not once per address; the verdicts are kept.
 A PLT stub belongs to its module but is no function of its own.
 
 A name typed without globs also matches the function's other names (``malloc``
-is ``__libc_malloc`` to a symbolizer): those come from the modules' ELF symbol
-tables, which list every alias (LLDB's FindFunctions also returns the callers
-a function was inlined into); LLDB's answer serves where the ELF has no such
-name (C++ names as LLDB prints them).
+is ``__libc_malloc`` to a symbolizer): the symbolizer's ``function_entries``
+finds every function of that name, aliases included.
 """
 
-import weakref
 from fnmatch import fnmatchcase
 
 import numpy as np
 
 from ..errors import LldbTraceError
-from ..symbolize import ElfSymbolizer
 
 _GLOB = frozenset("*?[")
 
@@ -33,7 +29,7 @@ class Filter:
     """``wanted(addresses) -> bool array``; ``active`` is False when every address is wanted."""
 
     def __init__(self, process_trace, symbolizer, functions=None, modules=None):
-        self._process_trace, self._symbolizer, self._ranges = process_trace, symbolizer, process_trace.functions
+        self._symbolizer, self._ranges = symbolizer, process_trace.functions
         self._functions = [_split(pattern) for pattern in _listed(functions, "functions")]
         self._modules = _listed(modules, "modules")
         self.active = bool(self._functions or self._modules)
@@ -81,24 +77,11 @@ class Filter:
         for module_pattern, name in self._functions:
             if _GLOB & set(name):
                 continue
-            found = _elf_names(self._process_trace, self._symbolizer).function_entries(name)
-            found = found or self._symbolizer.function_entries(name)
+            found = self._symbolizer.function_entries(name)
             if not found:
                 raise FilterError(f"no function named '{name}' in the traced modules (give a glob to match loosely)")
             entries.update(a for a in found if fnmatchcase(self._symbolizer.locate(a).module or "", module_pattern))
         return entries
-
-
-_ELF_NAMES = weakref.WeakKeyDictionary()  # process trace -> its ElfSymbolizer, for names (read once)
-
-
-def _elf_names(process_trace, symbolizer):
-    if isinstance(symbolizer, ElfSymbolizer):
-        return symbolizer
-    found = _ELF_NAMES.get(process_trace)
-    if found is None:
-        found = _ELF_NAMES[process_trace] = ElfSymbolizer(process_trace.process.modules, process_trace.memory)
-    return found
 
 
 def _split(pattern):
