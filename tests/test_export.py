@@ -151,6 +151,8 @@ def test_every_format_matches_the_ground_truth(tmp_path, bundle, tid, program):
     document = json.loads((tmp_path / "out.speedscope.json").read_text())
     (profile,) = document["profiles"]
     assert profile["type"] == "evented" and profile["unit"] == "none"
+    # the file says what speedscope shows: plain numbers (unit "none"), not microseconds
+    assert "shown as plain numbers, 1 per item" in document["exporter"] and "µs" not in document["exporter"]
     opened, innermost = speedscope_replay(document, profile)
     assert own(opened, program) == calls and own(innermost, program) == exclusive
 

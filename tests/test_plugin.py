@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE
+from conftest import ROOT, SAMPLE
+from support.lldb22 import needs_lldb_22
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
@@ -106,3 +107,32 @@ def test_cli_lldbinit_lines_load_the_plugin():
     lines = cli("lldbinit").stdout.splitlines()
     assert lines[0].startswith("script import site; site.addsitedir(")
     assert lines[1] == "command script import lldb_trace"
+
+
+def test_a_checkout_named_lldb_trace_in_the_working_folder_does_not_hide_the_plugin(tmp_path):
+    """LLDB puts its working folder on sys.path: a checkout there must not import as an empty namespace package."""
+    lldb_binary = Path(sys.executable).parent / "lldb"
+    if not lldb_binary.exists():
+        pytest.skip("no lldb binary beside this Python")
+    (tmp_path / "lldb_trace").symlink_to(ROOT, target_is_directory=True)
+    commands = ["command script import lldb_trace", "script import lldb_trace; print(lldb_trace.__file__)", "help pt"]
+    result = subprocess.run(
+        [str(lldb_binary), "--batch", *[part for command in commands for part in ("-o", command)]],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert "Intel Processor Trace" in result.stdout, result.stdout + result.stderr
+    assert str(ROOT / "lldb_trace" / "__init__.py") in result.stdout  # the installed package, not the folder
+
+
+@needs_lldb_22
+def test_an_lldb_whose_python_lacks_the_plugin_says_so_in_one_line(tmp_path):
+    """lldb-22 without the lines 'lldb-trace lldbinit' prints: its own Python finds the checkout but not numpy."""
+    (tmp_path / "lldb_trace").symlink_to(ROOT, target_is_directory=True)
+    result = subprocess.run(
+        ["lldb-22", "-x", "--batch", "-o", "command script import lldb_trace", "-o", "help pt"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    loaded = "Intel Processor Trace" in result.stdout  # a system Python with every dependency installed
+    assert loaded or "error: lldb_trace cannot load in this LLDB's Python" in result.stderr, output

@@ -54,7 +54,7 @@ class ExportResult:
         """One line for the command's output."""
         what = f"thread{'s' if len(self.threads) > 1 else ''} {_listed(tid for tid, _w, _d in self.threads)}"
         dropped = sum(d for _tid, _written, d in self.threads)
-        notes = [self.axis.describe_weights() if self.format == "folded" else self.axis.describe()]
+        notes = [self.axis.describe_weights() if self.format == "folded" else self.axis.describe(self.format)]
         if dropped:
             notes.append(f"{dropped} shorter calls left out")
         if self.skipped:
@@ -93,7 +93,7 @@ def export(threads, format, path, item_range=None, min_duration=None, weight=Non
     minimum = parse_duration(min_duration, axis)
     if format == "perfetto":
         perfetto.protos()
-    description = f"lldb_trace {__version__} export, items {item_range or 'all'}, {axis.describe()}"
+    description = f"lldb_trace {__version__} export, items {item_range or 'all'}, {axis.describe(format)}"
     if minimum:
         unit = {"ns": "ns", "ticks": "ticks", "items": "instructions"}[axis.unit]
         description += f", calls shorter than {minimum} {unit} left out"

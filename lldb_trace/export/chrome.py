@@ -24,7 +24,12 @@ def write(out, threads, job):
             out.write(separator + event)
             separator = ",\n"
     axis = job.axis
-    other = {"title": job.title, "description": job.description, "timeAxis": axis.describe(), "timeUnit": axis.unit}
+    other = {
+        "title": job.title,
+        "description": job.description,
+        "timeAxis": axis.describe("chrome"),
+        "timeUnit": axis.unit,
+    }
     out.write(f'\n],\n"displayTimeUnit":"ns",\n"otherData":{json.dumps(other)}}}\n')
 
 

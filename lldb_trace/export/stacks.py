@@ -37,13 +37,17 @@ class Axis:
     def timed(self):
         return self.weight == "time"
 
-    def describe(self):
-        """The axis in words, for the files' metadata."""
+    def describe(self, format):
+        """The axis in words, for the metadata of a file in ``format``, which decides how a value is shown:
+        speedscope has a unit "none" for plain numbers; Chrome JSON and Perfetto only have time."""
+        plain = format == "speedscope"
         if self.unit == "ns":
             return f"time axis: nanoseconds since the first timestamp ({self.origin} ns, wall-clock)"
+        shown = "shown as plain numbers" if plain else "shown as ns"
         if self.unit == "ticks":
-            return f"time axis: TSC ticks since the first timestamp (tick {self.origin}), shown as ns (no conversion)"
-        return "time axis: item indices (no timestamps used), shown as 1 µs per item"
+            return f"time axis: TSC ticks since the first timestamp (tick {self.origin}), {shown} (no conversion)"
+        shown = "shown as plain numbers, 1 per item" if plain else "shown as 1 µs per item"
+        return f"time axis: item indices (no timestamps used), {shown}"
 
     def describe_weights(self):
         """What folded stacks' weights are."""
