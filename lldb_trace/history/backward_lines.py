@@ -18,7 +18,8 @@ frame a context switch went back to goes on, backwards, with the frame that
 switched away (swapcontext): its line before is the switching call's.
 """
 
-from .frame_walk import call_item, gap_message, inside, resumed_call, row_at, switched
+from .frame_walk import call_item, inside, resumed_call, row_at, switched
+from .gaps import lost_call, stopped_message
 from .movement import NO_MORE_HISTORY, Movement
 
 
@@ -52,7 +53,10 @@ def backward_line(history, enter):
         if enter and history.line_at(stopped) is not None:
             inner_start, _, entered = walk.run(stopped + 1, row, history.line_at(stopped), first=stopped)
             return Movement(entered if entered is not None else inner_start)
-        stopped = call_item(history, frames.child_at(frame, stopped))
+        child = frames.child_at(frame, stopped)
+        stopped = call_item(history, child)
+        if stopped < 0:
+            return lost_call(history, child)
     return _run_start(history, walk, frame, stopped, enter)
 
 
@@ -111,7 +115,12 @@ class _Walk:
             if row != frame:
                 if not inside(frames, row, frame):
                     break  # back through this frame's entry
-                call = call_item(history, frames.child_at(frame, index))
+                child = frames.child_at(frame, index)
+                call = call_item(history, child)
+                if call < 0:  # the call is not in the trace: nothing of this line before it is known
+                    before = int(frames.forest.first[child]) - 1
+                    self.gap = frames.item(before) if before >= 0 and frames.is_gap(before) else None
+                    break
                 if history.line_at(call) != line:
                     break  # a call the line before made
                 if self.enter and history.line_at(index) is not None:
@@ -132,4 +141,4 @@ class _Walk:
         return row != frame and not inside(frames, row, frame)
 
     def stop(self, start):
-        return Movement(start, gap_message(self.gap) if self.gap is not None and start > 0 else None)
+        return Movement(start, stopped_message(self.gap) if self.gap is not None and start > 0 else None)

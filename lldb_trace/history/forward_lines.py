@@ -22,6 +22,7 @@ line is a stop.
 
 from . import frame_walk
 from .frame_walk import inside, left_non_locally, row_at
+from .gaps import stopped_message
 from .movement import NO_MORE_HISTORY, Movement
 
 _ENDBR64 = b"\xf3\x0f\x1e\xfa"
@@ -43,7 +44,7 @@ def forward_line(history, enter):
             return Movement(end)
         frames = history.map
         if frames.is_gap(following):
-            return Movement(current, frame_walk.gap_message(frames.item(following)))
+            return Movement(current, stopped_message(frames.item(following)))
         inner = frames.frame_row(following)
         if inner == frame:
             address = frames.address(following)

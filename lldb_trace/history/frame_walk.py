@@ -99,7 +99,3 @@ def own_items(history, row, start):
                 return
             yield index, address
             index += 1
-
-
-def gap_message(gap):
-    return f"stopped at a gap in the trace ({gap.text}): 'pt stepi' moves past it"

@@ -19,9 +19,10 @@ Each function returns the Movement; ThreadHistory applies it.
 """
 
 from ..libipt import InsnClass
+from . import gaps
 from .backward_lines import backward_line
 from .forward_lines import forward_line
-from .frame_walk import call_item, gap_message, replacement, row_at
+from .frame_walk import call_item, replacement, row_at
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
 
 OUTERMOST = '"finish" not meaningful in the outermost frame.'
@@ -34,11 +35,7 @@ def stepi(history, reverse=False):
     if not 0 <= target <= history.end:
         return Movement(position, NO_MORE_HISTORY)
     if target < history.end and history.map.is_gap(target):
-        gap = history.map.item(target)
-        beyond = target + step
-        if not 0 <= beyond <= history.end:
-            return Movement(position, gap_message(gap))
-        return Movement(beyond, f"crossed a gap in the trace ({gap.text}): what ran there is unknown")
+        return gaps.cross(history, position, reverse)
     return Movement(target)
 
 
@@ -58,7 +55,8 @@ def nexti(history, reverse=False):
     if row is not None and row >= 0:
         child = history.map.child_at(row, position - 1)
         if child is not None:
-            return Movement(call_item(history, child))
+            call = call_item(history, child)
+            return Movement(call) if call >= 0 else gaps.lost_call(history, child)
     return stepi(history, reverse=True)
 
 
@@ -70,7 +68,8 @@ def finish(history, reverse=False):
     if history.map.is_root(row):
         raise HistoryError(OUTERMOST)
     if reverse:
-        return Movement(call_item(history, row))
+        call = call_item(history, row)
+        return Movement(call) if call >= 0 else gaps.lost_call(history, row)
     while (successor := replacement(history, row)) is not None:  # it tail-called: on to where that returns
         row = successor
     return Movement(min(int(history.map.forest.last[row]) + 1, history.end))

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from ..libipt import InsnClass
 from ..symbolize import ElfSymbolizer
-from . import search, stepping
+from . import gaps, search, stepping
 from .frames import Frame, FrameMap
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
 
@@ -97,8 +97,9 @@ class ThreadHistory:
         return self.end_frames()
 
     def end_frames(self):
-        """The frames where the thread stopped: those of the last item, unless it was a call or a return."""
-        if not self.end:
+        """The frames where the thread stopped: those of the last item, unless it was a call or a return
+        (after a gap: frame 0 alone, at the stop pc)."""
+        if not self.end or gaps.ends_in_gap(self):
             return [Frame(self.stop_pc, None, True)]
         last = self.end - 1
         row = self.map.frame_row(last)
@@ -149,19 +150,19 @@ class ThreadHistory:
     # ``breakpoints`` (load addresses) stop a movement at the first one it reaches, as in GDB.
 
     def stepi(self, reverse=False, breakpoints=()):
-        return self._take(stepping.stepi(self, reverse), reverse, breakpoints)
+        return self._take(stepping.stepi, reverse, breakpoints)
 
     def nexti(self, reverse=False, breakpoints=()):
-        return self._take(stepping.nexti(self, reverse), reverse, breakpoints)
+        return self._take(stepping.nexti, reverse, breakpoints)
 
     def step(self, reverse=False, breakpoints=()):
-        return self._take(stepping.step(self, reverse), reverse, breakpoints)
+        return self._take(stepping.step, reverse, breakpoints)
 
     def next(self, reverse=False, breakpoints=()):
-        return self._take(stepping.next_line(self, reverse), reverse, breakpoints)
+        return self._take(stepping.next_line, reverse, breakpoints)
 
     def finish(self, reverse=False, breakpoints=()):
-        return self._take(stepping.finish(self, reverse), reverse, breakpoints)
+        return self._take(stepping.finish, reverse, breakpoints)
 
     def continue_(self, breakpoints, reverse=False):
         """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
@@ -180,10 +181,15 @@ class ThreadHistory:
             self._hits = (wanted, search.hits(self.decoded, self.process_trace.expander, wanted))
         return self._hits[1]
 
-    def _take(self, movement, reverse, breakpoints):
-        """Move as ``movement`` says, stopping at the first breakpoint on the way; reaching the end of
-        history in the direction moved says so, as GDB does."""
-        start, target = self.position, movement.position
+    def _take(self, stepping_function, reverse, breakpoints):
+        """Move as ``stepping_function`` says, stopping at the first breakpoint on the way and never on a gap;
+        reaching the end of history in the direction moved says so, as GDB does."""
+        start = self.position
+        if start == self.end and gaps.ends_in_gap(self):  # what ran last, and in which frame, is unknown
+            movement = gaps.cross(self, start, reverse) if reverse else Movement(start, NO_MORE_HISTORY)
+        else:
+            movement = gaps.settle(self, stepping_function(self, reverse), start)
+        target = movement.position
         if breakpoints and target != start:
             hit = search.first_hit(self.hits(breakpoints), start, target)
             if hit is not None:
