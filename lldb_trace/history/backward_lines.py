@@ -60,6 +60,16 @@ def backward_line(history, enter):
     return _run_start(history, walk, frame, stopped, enter)
 
 
+def line_run_start(history):
+    """The first item of the line run holding the position, the calls made inside the run walked over."""
+    position = history.position
+    frame, line = row_at(history, position), history.line_at(position)
+    if frame is None or line is None:
+        return position
+    start, _, _ = _Walk(history, enter=False).run(position, frame, line)
+    return start
+
+
 def _run_start(history, walk, frame, index, enter):
     """The start of the run of ``frame`` holding ``index``, or of the calling line when it is the prologue."""
     start, before, entered = walk.run(index + 1, frame, history.line_at(index), first=index)

@@ -10,7 +10,8 @@ test_traces/history/):
 - ``stepi`` moves one instruction; ``nexti`` counts a call and all it ran as
   one; ``finish`` stops at the return address, mid-line (or where a longjmp
   or a throw out of the frame landed); ``reverse-finish`` at the call
-  instruction (as GDB 13.1 does; GDB 14 goes on to the start of that line);
+  instruction, and the ``reverse-step``/``reverse-next`` right after it go
+  on to the line before the calling line, as GDB 14 and later do;
 - a breakpoint on the way stops any of them (thread_history.py), and one
   that reaches either end of history says "No more reverse-execution
   history."; a gap stops a movement next to it.
@@ -20,7 +21,7 @@ Each function returns the Movement; ThreadHistory applies it.
 
 from ..libipt import InsnClass
 from . import gaps
-from .backward_lines import backward_line
+from .backward_lines import backward_line, line_run_start
 from .forward_lines import forward_line
 from .frame_walk import call_item, replacement, row_at
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
@@ -76,8 +77,22 @@ def finish(history, reverse=False):
 
 
 def step(history, reverse=False):
-    return backward_line(history, enter=True) if reverse else forward_line(history, enter=True)
+    return _back_a_line(history, enter=True) if reverse else forward_line(history, enter=True)
 
 
 def next_line(history, reverse=False):
-    return backward_line(history, enter=False) if reverse else forward_line(history, enter=False)
+    return _back_a_line(history, enter=False) if reverse else forward_line(history, enter=False)
+
+
+def _back_a_line(history, enter):
+    """``reverse-step``/``reverse-next``; right after a ``reverse-finish`` the calling line counts as stepped
+    back over already, so one command reaches the line before it, as GDB >= 14 does (GDB bug 29927; GDB 13
+    first went to the start of the calling line)."""
+    start = line_run_start(history) if history.reverse_finished else history.position
+    if start == history.position:
+        return backward_line(history, enter)
+    at_call, history.position = history.position, start
+    try:
+        return backward_line(history, enter)
+    finally:
+        history.position = at_call

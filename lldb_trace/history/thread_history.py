@@ -44,6 +44,7 @@ class ThreadHistory:
         self.position = self.end
         self._row_starts = {}
         self._hits = (None, None)  # the breakpoint addresses last searched for, and their executions
+        self.reverse_finished = False  # the last movement was a reverse-finish to a call (stepping.py)
 
     @property
     def item_count(self):
@@ -78,11 +79,13 @@ class ThreadHistory:
 
     def goto(self, position):
         self.position = self.check(position)
+        self.reverse_finished = False
         return Movement(self.position)
 
     def move(self, movement):
         """Take a Movement's position (the stepping functions compute it) and return it."""
         self.position = movement.position
+        self.reverse_finished = False
         return movement
 
     # -- frames --------------------------------------------------------------------------------------
@@ -162,7 +165,9 @@ class ThreadHistory:
         return self._take(stepping.next_line, reverse, breakpoints)
 
     def finish(self, reverse=False, breakpoints=()):
-        return self._take(stepping.finish, reverse, breakpoints)
+        movement = self._take(stepping.finish, reverse, breakpoints)
+        self.reverse_finished = reverse and movement.message is None and movement.breakpoint is None
+        return movement
 
     def continue_(self, breakpoints, reverse=False):
         """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""

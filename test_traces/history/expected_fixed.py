@@ -60,6 +60,30 @@ def frames_of(state):
     return [(frame["pc"], frame["function"], frame["type"]) for frame in state["frames"]]
 
 
+AFTER_REVERSE_FINISH = (
+    "GDB >= 14 (bug 29927): after reverse-finish stops at the call, the calling line counts as stepped back "
+    "over, so one reverse-step/reverse-next reaches the line before it; GDB 13 first went to the start of the "
+    "calling line"
+)
+
+
+def follow_newer_after_reverse_finish(reference):
+    """Expect the newer GDB's answer for a reverse-step or reverse-next right after a reverse-finish."""
+    for sequence in reference["sequences"]:
+        previous = None
+        for step in sequence["steps"]:
+            if "skipped" in step:
+                previous = None
+                continue
+            follows = previous is not None and previous["command"] == "reverse-finish"
+            if follows and step["command"] in ("reverse-step", "reverse-next") and "newer_gdb" in step:
+                if previous.get("expected_fixed", previous)["position"] == step["from"]:
+                    newer = step["newer_gdb"]
+                    fixed = {key: newer[key] for key in ("position", "pc", "function", "file", "line", "frames")}
+                    step["expected_fixed"] = {**fixed, "why": AFTER_REVERSE_FINISH}
+            previous = step
+
+
 def mark_fixed_behaviour(reference):
     """Give each expected_fixed the messages that go with its position, and mark the known disagreements.
 
@@ -67,6 +91,7 @@ def mark_fixed_behaviour(reference):
     towards; where GDB 13 ran to that end and the expected position lies before it, the message goes.
     A known disagreement (KNOWN_DISAGREEMENTS) is a step where lldb_trace deliberately answers otherwise
     and no model says what is right: the test checks that it still disagrees."""
+    follow_newer_after_reverse_finish(reference)
     end = reference["instruction_count"]
     for sequence in reference["sequences"]:
         for step in sequence["steps"]:

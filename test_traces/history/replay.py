@@ -1,7 +1,8 @@
 """Replays GDB's committed answers (NAME/gdb.json) against lldb_trace.history on NAME's bundle.
 
 Each step is asked from the position GDB asked it from (``from``), so one disagreement does not
-move every later step.  A step agrees when our position is the expected one (``expected_fixed``
+move every later step; a step asked from where the step before left the thread goes on from there, so
+that what a movement leaves behind (a reverse-finish, for the reverse-step after it) carries over.  A step agrees when our position is the expected one (``expected_fixed``
 where GDB 13 is known wrong, else GDB 13's), the frames there are the expected frames, the end of
 history is reported at the same steps, a breakpoint stop names its breakpoint, and a command GDB
 refused ('"finish" not meaningful in the outermost frame.') is refused.  A step the capture marked
@@ -127,7 +128,8 @@ class Program:
         return result
 
     def check_step(self, history, step, breakpoints):
-        history.goto(step["from"])
+        if history.position != step["from"]:  # where the step before left it, GDB's state goes on (reverse-finish)
+            history.goto(step["from"])
         problems = []
         wanted = [bp["addresses"] for bp in step.get("breakpoints", [])]
         if sorted(map(sorted, breakpoints.values())) != sorted(map(sorted, wanted)):
