@@ -19,6 +19,7 @@ def __lldb_init_module(debugger, _internal_dict):
             f"error: lldb_trace cannot load in this LLDB's Python {version}: {error}. Install the plugin for it "
             "('bash scripts/setup.sh' in a checkout) and load it with the lines 'lldb-trace lldbinit' prints",
             file=sys.stderr,
+            flush=True,
         )
         return
     register(debugger)

@@ -125,13 +125,16 @@ class ThreadTrace:
         return self.history.goto(index).position
 
     def stack_at(self, index=None):
-        """The frames at item ``index`` (default: the position), innermost first: history.Frame(pc, row, ...)."""
+        """The frames at item ``index`` (default: the position), innermost first: history.Frame(pc, row, ...);
+        an outer frame's pc is its call instruction, as ``bt`` shows it (``locate(pc).source`` is the calling
+        line), and ``resumes_at`` the return address."""
         history_ = self.history
         return history_.frames_at(history_.position if index is None else history_.check(index))
 
     def find(self, function=None, line=None, address=None, limit=None):
-        """Executions newest first (history.Match): calls of ``function`` (a name), of ``line`` (``(file, line)``)
-        or of the instruction at ``address``; exactly one of them."""
+        """Executions newest first (history.Match): calls of ``function`` (a name or a glob; a call through a PLT
+        stub counts for the stub's name and the function it reached, at that function's first instruction),
+        executions of ``line`` (``(file, line)``) or of the instruction at ``address``; exactly one of them."""
         return queries.find(self.history, self.symbolizer, function, line, address, limit)
 
     # -- subscribers (lldb_trace.subscribe) -------------------------------------------------------------

@@ -125,6 +125,13 @@ def _record(args):
         print(
             f"note: {program} never reached {args.until}; the recording runs until the program ended", file=sys.stderr
         )
+    if recording.untraced_children:
+        pids = ", ".join(map(str, recording.untraced_children))
+        print(
+            f"note: {program} created {len(recording.untraced_children)} process(es) that ran untraced: {pids} "
+            "(the recorder follows only the process it starts)",
+            file=sys.stderr,
+        )
     if recording.status == "crashed":
         print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
     if recording.status == "interrupted":
@@ -169,7 +176,8 @@ def _parser():
         help="run a program, single-stepping it, and write its control flow as an Intel PT bundle",
         description="Record PROGRAM's exact control flow, single-stepping every instruction it runs, from main "
         "(or process start) until SYMBOL, exit, a crash or Ctrl-C. About 16k instructions/s: for long runs, "
-        "'pt start --backend software' in LLDB is faster (see the README). OUTDIR must be new or empty unless --force.",
+        "'pt start --backend software' in LLDB is faster (see the README). Processes it creates run untraced (their "
+        "pids are listed). OUTDIR must be new or empty unless --force.",
     )
     rec.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundle folder to write (new or empty)")
     rec.add_argument("--until", metavar="SYMBOL", help="stop when a thread reaches this function")

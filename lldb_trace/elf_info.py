@@ -1,16 +1,44 @@
-"""Facts about ELF files that several layers need (pyelftools underneath)."""
+"""Facts about ELF files that several layers need (pyelftools underneath).
 
-from functools import cached_property
+A module file is untrusted input: every size and offset in its headers is
+checked against the file before anything reads by it (pyelftools believes
+them, and allocates what a section claims; LLDB divides by them), and
+whatever pyelftools raises on a damaged file becomes one NotAnElfError.
+"""
+
+import os
+import struct
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from elftools.common.exceptions import ELFError
+from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
 from .errors import LldbTraceError
 
+# What pyelftools lets escape on a damaged file, besides its own ELFError: the construct library's errors,
+# struct.error, a negative seek (ValueError), an index or key past a table's end, a None where a header was.
+PARSE_FAILURES = (ELFError, ConstructError, struct.error, ValueError, ArithmeticError, LookupError, TypeError,
+                  AttributeError, AssertionError)  # fmt: skip
+
 
 class NotAnElfError(LldbTraceError):
     """The file is not an ELF file (or not one we can use)."""
+
+
+class DamagedElfError(NotAnElfError):
+    """An ELF file whose headers claim bytes it does not hold: a section or segment past its end."""
+
+
+UNREADABLE_ELF = (OSError, NotAnElfError, *PARSE_FAILURES)  # all that reading a module file may raise
+
+
+def checked_elf(file):
+    """An ELFFile of the open binary ``file``, its headers checked first (raises DamagedElfError, see check_headers)."""
+    elf = ELFFile(file)
+    check_headers(elf, os.fstat(file.fileno()).st_size, file.name)
+    return elf
 
 
 class Segment(NamedTuple):
@@ -40,7 +68,7 @@ class ElfInfo:
         self.path = str(path)
         try:
             with open(path, "rb") as f:
-                elf = ELFFile(f)
+                elf = checked_elf(f)
                 self.machine = elf["e_machine"]
                 self.type = elf["e_type"]
                 self.entry = elf["e_entry"]
@@ -61,6 +89,17 @@ class ElfInfo:
                 )
         except ELFError as error:
             raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
+        except PARSE_FAILURES as error:
+            raise NotAnElfError(f"{path} is a damaged ELF file ({type(error).__name__}: {error})") from None
+
+    @classmethod
+    def read(cls, path):
+        """The ElfInfo of ``path``, parsed once per version of the file: many processes load the same libraries.
+
+        Raises NotAnElfError, or OSError when the file cannot be read.
+        """
+        status = os.stat(path)
+        return _parsed(str(path), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
     def load_bias(self, load_address):
         """Run-time address minus file address when the file's lowest page is at ``load_address``."""
@@ -92,6 +131,42 @@ class ElfInfo:
     def symbol(self, name):
         """The file address of function symbol ``name``, or None."""
         return self.symbols.get(name)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(path, *_identity):
+    return ElfInfo(path)
+
+
+def check_headers(elf, file_size, path):
+    """Raise DamagedElfError if a section or PT_LOAD segment of ``elf`` runs past the file's ``file_size`` bytes,
+    or a table of symbols or relocations gives its entries a size they cannot have (LLDB divides by it)."""
+    entry_sizes = {
+        "SHT_SYMTAB": elf.structs.Elf_Sym.sizeof(),
+        "SHT_DYNSYM": elf.structs.Elf_Sym.sizeof(),
+        "SHT_RELA": elf.structs.Elf_Rela.sizeof(),
+        "SHT_REL": elf.structs.Elf_Rel.sizeof(),
+    }
+    for section in elf.iter_sections():
+        kind, name = section["sh_type"], f"section {section.name or '(unnamed)'}"
+        if kind not in ("SHT_NOBITS", "SHT_NULL"):
+            _check_extent(path, name, section["sh_offset"], section["sh_size"], file_size)
+        if kind in entry_sizes and section["sh_size"] and section["sh_entsize"] != entry_sizes[kind]:
+            raise DamagedElfError(
+                f"{path}: its {name} ({kind}) gives its entries {section['sh_entsize']} bytes each, not "
+                f"{entry_sizes[kind]}: the file is damaged"
+            )
+    for k, segment in enumerate(elf.iter_segments()):
+        if segment["p_type"] == "PT_LOAD":
+            _check_extent(path, f"segment {k} (PT_LOAD)", segment["p_offset"], segment["p_filesz"], file_size)
+
+
+def _check_extent(path, what, offset, size, file_size):
+    if offset + size > file_size:
+        raise DamagedElfError(
+            f"{path}: its {what} claims {size} bytes at offset {offset:#x}, past the end of the file "
+            f"({file_size} bytes): the file is damaged"
+        )
 
 
 def _build_id(elf):

@@ -13,18 +13,16 @@ whole trace is decoded when something needs more (a history, the calls).
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
 
 from . import memory, progress
-from .decode import BlockExpander, CodeMemory, decode_thread_trace, process_image
+from .decode import decode_thread_trace
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
 from .decode.decoder_cpu import decoder_cpu
-from .decode.plt import PltSections
+from .decode.process_code import process_code
 from .decode.tail import TraceTail
 from .errors import LldbTraceError
 from .sources import AuxStreamSource, FileSource, PerCpuSource
-from .symbolize.function_ranges import FunctionRanges
 
 TAIL_FIRST_BYTES = 1 << 20  # a trace this large is decoded from its end first (a whole decode takes a second)
 
@@ -55,10 +53,9 @@ class ProcessTrace:
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
         memory.return_freed_memory()  # decoded arrays of tens of MB come and go
-        self.memory = CodeMemory(process.modules)
-        self.expander = BlockExpander(self.memory)
-        self._image = None
-        self._plt = None
+        self.code = process_code(process.modules)  # shared with the processes that load the same modules
+        self.memory = self.code.memory
+        self.expander = self.code.expander
         self._decoded = {}
         self._tails = {}
         self._forests = {}
@@ -75,7 +72,7 @@ class ProcessTrace:
     @property
     def stopped_tid(self):
         """The thread to show first, as live LLDB selects one: the one a signal stopped (a crash), else the main one."""
-        signalled = [thread.tid for thread in self.process.threads if thread.stop is not None]
+        signalled = [thread.tid for thread in self.process.threads if thread.stop and thread.stop.signal is not None]
         if signalled:
             return signalled[0]
         return self.pid if self.pid in self.tids else (self.tids[0] if self.tids else None)
@@ -93,7 +90,7 @@ class ProcessTrace:
         return decoder_cpu(self.bundle.cpu)
 
     def thread_stop(self, tid):
-        """How the thread stopped (a bundle ThreadStop for a signal), or None for a plain stop."""
+        """How the thread stopped (a bundle ThreadStop: a signal, an exit), or None when nobody recorded it."""
         return self.source.stop(tid) or self.thread(tid).stop
 
     def trace_bytes(self, tid):
@@ -101,10 +98,10 @@ class ProcessTrace:
         self.thread(tid)
         return self.source.trace_bytes(tid)
 
-    @cached_property
+    @property
     def functions(self):
         """Where the modules' functions begin and end (their unwind tables), for the call forest and history."""
-        return FunctionRanges(self.process.modules)
+        return self.code.functions
 
     def forest_if_built(self, tid):
         """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
@@ -152,9 +149,7 @@ class ProcessTrace:
     @property
     def image(self):
         """The libipt image of the process's modules (made on first use)."""
-        if self._image is None:
-            self._image = process_image(self.process)
-        return self._image
+        return self.code.image
 
     def has_trace(self, tid):
         return self.trace_bytes(tid) is not None
@@ -223,10 +218,8 @@ class ProcessTrace:
             decoded = self.decoded(tid)
             if decoded is None:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
-            if self._plt is None:
-                self._plt = PltSections(self.process.modules)
             with progress.task(f"Building the call tree of thread {tid}", decoded.item_count) as task:
-                self._forests[tid] = CallForest(decoded, self.expander, self.functions, self._plt, task=task)
+                self._forests[tid] = CallForest(decoded, self.expander, self.functions, self.code.plt, task=task)
         return self._forests[tid]
 
 

@@ -131,7 +131,7 @@ def test_the_untraced_caller_is_named_by_where_main_returned(thread):
 
 
 def rows(text):
-    """``[(first index, depth, label, address, note)]`` of a --function-calls text dump."""
+    """``[(index, depth, label, address, note)]`` of a --function-calls text dump."""
     lines = [line for line in text.splitlines() if line.startswith("  [")]
     label_column = 2 + max(line.index("]") + 1 - 2 for line in lines) + 2
     found = []
@@ -145,7 +145,7 @@ def rows(text):
 def test_calls_print_in_execution_order_and_newest_first_on_request(session, thread):
     shown = rows(session.ok("pt dump --function-calls --all"))
     calls = thread.call_forest().calls()
-    assert [row[0] for row in shown] == [call.first for call in calls]
+    assert [row[0] for row in shown] == [call.entered for call in calls]  # the function's first instruction
     assert [row[1] for row in shown] == [call.depth for call in calls]  # parents above their children
     assert shown[0][2] == thread.locate(calls[0].address).function_label + " (untraced start)"
     assert shown[1][2] == "libcalls`main"
@@ -157,7 +157,8 @@ def test_calls_print_in_execution_order_and_newest_first_on_request(session, thr
 def test_module_and_function_filters_are_globs(session, thread):
     libm = json.loads(session.ok("pt dump -C --all --json --module libm.so*"))
     in_libm = [call for call in thread.call_forest().calls() if thread.locate(call.address).module == "libm.so.6"]
-    assert [entry["id"] for entry in libm] == [call.first for call in in_libm] and len(libm) >= 6
+    assert [entry["id"] for entry in libm] == [call.entered for call in in_libm] and len(libm) >= 6
+    assert [entry["firstId"] for entry in libm] == [call.first for call in in_libm]
     strings = json.loads(session.ok("pt dump -C --all --json --function str*"))
     assert {entry["symbol"] for entry in strings} >= {"strcmp"}
     via_strlen = [entry for entry in strings if entry["stub"] and entry["stub"]["symbol"] == "symbol stub for: strlen"]
@@ -170,14 +171,15 @@ def ids(session, command):
 
 
 def test_count_offset_forwards_id_and_enter(session, thread):
-    every = [call.first for call in thread.call_forest().calls()]
+    every = [call.entered for call in thread.call_forest().calls()]
+    firsts = [call.first for call in thread.call_forest().calls()]
     assert ids(session, "pt dump -C --all") == every
     assert ids(session, "pt dump -C -c 3") == every[-3:]
     assert ids(session, "pt dump -C -c 3 -o 2") == every[-5:-2]
     assert ids(session, "pt dump -C -c 3 --forwards -o 2") == every[2:5]
     k = 20
-    inside = every[k] + 1  # an item of call k before its first callee (if any) starts
-    assert every[k + 1] > inside
+    inside = firsts[k] + 1  # an item of call k before its first callee (if any) starts
+    assert firsts[k + 1] > inside
     assert ids(session, f"pt dump -C -c 2 --id {inside}") == every[k - 1 : k + 1]
     assert ids(session, f"pt dump -C -c 2 --id {inside} --forwards") == every[k : k + 2]
     assert "past the end" in session.handle(f"pt dump -C --id {thread.item_count}").GetError()

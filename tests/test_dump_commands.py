@@ -153,7 +153,7 @@ def test_function_calls_match_the_elf_symbols(session):
     calls = json.loads(session.ok("pt dump -C --all --json"))
     assert calls[0]["symbol"] == "main" and calls[-1]["symbol"] == "descend"
     assert calls[-1]["depth"] > calls[0]["depth"] == 0
-    assert [call["id"] for call in calls] == sorted(call["id"] for call in calls)
+    assert [call["firstId"] for call in calls] == sorted(call["firstId"] for call in calls)  # execution order
 
 
 def test_call_forest_ranges_cover_the_trace(session):

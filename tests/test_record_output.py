@@ -107,7 +107,11 @@ def test_the_recorder_writes_the_bundle_trace_save_writes(tmp_path, static_progr
     assert record_cli(tmp_path / "b", static_program, "--from-start", "--copy-program").returncode == 0
     document = json.loads((tmp_path / "b" / "trace.json").read_text())
     [thread] = document["processes"][0]["threads"]
-    assert thread == {"tid": thread["tid"], "iptTrace": f"traces/{thread['tid']}.intelpt_trace"}
+    assert thread == {
+        "tid": thread["tid"],
+        "iptTrace": f"traces/{thread['tid']}.intelpt_trace",
+        "stopReason": {"exited": True, "exitStatus": 75},  # main's result, given to exit
+    }
     [module] = document["processes"][0]["modules"]
     copy = "modules/" + str(static_program).lstrip("/")
     assert module["file"] == copy and (tmp_path / "b" / copy).read_bytes() == static_program.read_bytes()

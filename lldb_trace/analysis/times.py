@@ -38,8 +38,11 @@ class ThreadTimes:
 
 
 def _to_ns(tsc, conversion):
-    """perf's conversion, split as perf splits it so that 64-bit products do not overflow."""
+    """perf's conversion, split as perf splits it so that 64-bit products do not overflow, in perf's unsigned
+    64-bit arithmetic (a time_zero past 2**63 wraps as it does there).  The loaders keep ``time_shift`` in
+    0..63 and ``time_mult`` in a u32 (schemas/intel-pt.json, perf_data/clocks.py)."""
     shift, mult = np.uint64(conversion.time_shift), np.uint64(conversion.time_mult)
     quotient, remainder = tsc >> shift, tsc & np.uint64((1 << conversion.time_shift) - 1)
-    ns = quotient * mult + ((remainder * mult) >> shift)
-    return ns.astype(np.int64) + np.int64(conversion.time_zero)
+    with np.errstate(over="ignore"):
+        ns = quotient * mult + ((remainder * mult) >> shift) + np.uint64(conversion.time_zero % (1 << 64))
+    return ns.view(np.int64)

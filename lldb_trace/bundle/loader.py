@@ -8,11 +8,12 @@ LLDB target exists, so a failed load leaves nothing half-created.
 import json
 from pathlib import Path
 
-from ..elf_info import ElfInfo, NotAnElfError
+from ..elf_info import DamagedElfError, ElfInfo, NotAnElfError
 from ..errors import LldbTraceError
 from .file_checks import not_a_regular_file, psb_search
-from .model import Bundle, ClockInfo, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, ThreadStop, TscConversion
+from .model import Bundle, ClockInfo, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, TscConversion
 from .schemas import UINT64_MAX, SchemaError, address_value, validate
+from .stops import stop_from_json
 
 DEFAULT_TRIPLE = "x86_64-unknown-linux-gnu"
 DEFAULT_KERNEL_LOAD_ADDRESS = 0xFFFFFFFF81000000
@@ -40,6 +41,10 @@ def load_bundle(path, binaries=None):
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise BundleError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None
+    except ValueError:  # an integer literal past Python's limit of 4300 digits
+        raise BundleError(
+            f"{path}: a number in the bundle has thousands of digits: no id, size or address is that long"
+        ) from None
     except RecursionError:
         raise BundleError(f"{path}: JSON nested too deeply to be a trace bundle") from None
     schema_name = _schema_name(path, document)
@@ -162,7 +167,8 @@ class _Builder:
         threads = tuple(self._thread(f"{where}.threads[{i}]", t, per_cpu) for i, t in enumerate(process["threads"]))
         modules = tuple(self._module(f"{where}.modules[{i}]", m, arch) for i, m in enumerate(process["modules"]))
         self._check_disjoint(f"{where}.modules", modules)
-        return Process(process["pid"], triple, threads, modules)
+        children = tuple(process.get("untracedChildren", ()))
+        return Process(process["pid"], triple, threads, modules, untraced_children=children)
 
     def _check_disjoint(self, where, modules):
         """Modules of one process cannot share addresses: the decoder would find only one of them there."""
@@ -187,9 +193,7 @@ class _Builder:
     def _thread(self, where, thread, per_cpu):
         self._claim(f"{where}.tid", "tid", thread["tid"])
         stop = thread.get("stopReason")
-        if stop is not None:
-            pc = parse_address(stop["pc"]) if "pc" in stop else None
-            stop = ThreadStop(stop["signal"], stop.get("description"), pc)
+        stop = stop_from_json(stop) if stop is not None else None
         key = "iptTrace" if self.native else "traceFile"
         if key not in thread:
             return Thread(thread["tid"], None, stop)
@@ -222,7 +226,12 @@ class _Builder:
     def _file(self, where, name, what, fix="fix the path"):
         """Resolve ``name`` against the bundle's folder and check it is a readable file."""
         path = (self.path.parent / name).absolute()
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except (OSError, ValueError) as error:  # a name too long, a NUL or a surrogate no file system takes
+            reason = error.strerror if isinstance(error, OSError) else "no file can have this name"
+            raise BundleError(f"{self.path}: {where}: {what} {path}: {reason}: {fix}") from None
+        if not exists:
             raise BundleError(f"{self.path}: {where}: {what} {path} does not exist: {fix}")
         kind = not_a_regular_file(path)
         if kind:
@@ -265,7 +274,9 @@ class _Builder:
 
     def _elf(self, where, path):
         try:
-            return ElfInfo(path)
+            return ElfInfo.read(path)
+        except DamagedElfError as error:
+            raise BundleError(f"{self.path}: {where}: {error}: point it at an intact copy of the module") from None
         except NotAnElfError:
             with open(path, "rb") as file:
                 damaged = file.read(4) == b"\x7fELF"

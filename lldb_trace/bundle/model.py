@@ -98,17 +98,32 @@ class Module:
 
 @dataclass(frozen=True)
 class ThreadStop:
-    """The signal that stopped a thread (an lldb_trace extension of both bundle formats: ``stopReason``).
+    """How a thread's recording ended, when known (an lldb_trace extension of both bundle formats: ``stopReason``).
 
-    ``description`` is how LLDB words the stop (``signal SIGSEGV: address not mapped to object (fault
-    address=0x0)``); ``pc`` is where the thread stood, on the instruction the signal kept from completing.
-    A trace alone cannot tell either: after a system call that raised the signal (``abort()``), tracing
-    stopped at the ``syscall`` while the thread stands after it.
+    A signal stopped it (``signal``), or it exited (``exited``, with the ``exit_status`` the kernel gave
+    when the recorder saw it).  ``description`` is how LLDB words a signal stop (``signal SIGSEGV: address
+    not mapped to object (fault address=0x0)``); ``pc`` is where the thread stood, on the instruction the
+    signal kept from completing.  A trace alone cannot tell either: after a system call that raised the
+    signal (``abort()``), tracing stopped at the ``syscall`` while the thread stands after it.
     """
 
-    signal: int
+    signal: int | None = None
     description: str | None = None
     pc: int | None = None
+    exited: bool = False
+    exit_status: int | None = None
+
+    @classmethod
+    def exit(cls, status=None):
+        """The thread exited, with ``status`` when the recorder knows it."""
+        return cls(exited=True, exit_status=status)
+
+    @property
+    def text(self):
+        """The stop in words, as ``thread list`` and ``trace dump`` show it."""
+        if self.exited:
+            return "exited" if self.exit_status is None else f"exited with status {self.exit_status}"
+        return self.description or f"signal {self.signal}"
 
 
 @dataclass(frozen=True)
@@ -144,6 +159,7 @@ class Process:
     modules: tuple[Module, ...]
     missing_modules: tuple[MissingModule, ...] = ()
     name: str | None = None  # the command name a perf.data recorded
+    untraced_children: tuple[int, ...] = ()  # pids of the processes it created that ran without tracing
 
 
 @dataclass(frozen=True)

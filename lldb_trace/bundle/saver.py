@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import LldbTraceError
 from . import placing
 from .model import ThreadStop
+from .stops import stop_json
 
 _NOT_COPIED = ("/dev/", "/proc/", "/sys/")
 
@@ -49,6 +50,7 @@ class SaveProcess:
     triple: str
     threads: tuple  # SaveThread
     modules: tuple  # SaveModule
+    untraced_children: tuple = ()  # pids of the processes it created that ran without tracing
 
 
 def bundle_paths(path):
@@ -224,23 +226,21 @@ def _process(process, copy_images):
         if module.uuid:
             entry["uuid"] = module.uuid
         modules.append(entry)
-    return {
+    document = {
         "pid": process.pid,
         "triple": process.triple,
         "threads": [_thread(t) for t in process.threads],
         "modules": modules,
     }
+    if process.untraced_children:
+        document["untracedChildren"] = list(process.untraced_children)
+    return document
 
 
 def _thread(thread):
     entry = {"tid": thread.tid}
     if thread.trace is not None:
         entry["iptTrace"] = _trace_name(thread.tid)
-    stop = thread.stop
-    if stop is not None:
-        entry["stopReason"] = {"signal": stop.signal}
-        if stop.description:
-            entry["stopReason"]["description"] = stop.description
-        if stop.pc is not None:
-            entry["stopReason"]["pc"] = f"0x{stop.pc:x}"
+    if thread.stop is not None:
+        entry["stopReason"] = stop_json(thread.stop)
     return entry

@@ -66,8 +66,13 @@ def schema(name):
 
 def validate(document, name):
     """Raise SchemaError naming the JSON path of the most relevant violation of schema ``name``."""
+    check(document, schema(name))
+
+
+def check(document, rules):
+    """Raise SchemaError naming the JSON path of the most relevant violation of the schema ``rules`` (a dict)."""
     jsonschema, validator_class, formats = _checking()
-    validator = validator_class(schema(name), format_checker=formats)
+    validator = validator_class(rules, format_checker=formats)
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         raise SchemaError(describe(error))
@@ -107,6 +112,11 @@ def describe(error):
         key = next(k for k, needs in expected.items() if k in found and any(n not in found for n in needs))
         return f"{json_path([*error.absolute_path, key])}: needs {', '.join(expected[key])} as well"
     path = path or "(top level)"
+    if kind == "oneOf":  # forms told apart by the key each requires
+        keys = " or ".join(f"'{form['required'][0]}'" for form in expected)
+        return f"{path}: expected exactly one of {keys}, got {'both' if not error.context else 'neither'}"
+    if kind == "uniqueItems":
+        return f"{path}: expected each item once, got {_shown(found)}"
     if kind == "type":
         types = expected if isinstance(expected, list) else [expected]
         wanted = " or ".join(_JSON_TYPES.get(t, t) for t in types)
@@ -145,7 +155,17 @@ def render_schema(name):
     lines.append("// - A module's 'file' is read when present, else its 'systemPath'.")
     if "then" in document:  # a rule that holds only in some bundles
         lines += [f'// - "{key}" is {document["then"]["description"]}.' for key in document["then"]["required"]]
+    lines += [f'// - "{key}": {text}' for key, text in _extensions(document)]
     return "\n".join(lines)
+
+
+def _extensions(node):
+    """``(key, description)`` of the objects and arrays lldb_trace adds to the format (leaves say it inline)."""
+    for key, child in node.get("properties", {}).items():
+        text = child.get("description", "")
+        if child.get("type") in ("object", "array") and text.startswith(("lldb_trace extension", "lldb_trace's")):
+            yield key, text
+        yield from _extensions(child.get("items", child))
 
 
 def _render(node, root, depth, prefix, suffix=""):

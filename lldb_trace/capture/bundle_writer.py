@@ -2,10 +2,10 @@
 
 Layout of OUTDIR: the saver's bundle (``trace.json``, ``traces/<tid>.intelpt_trace``, with
 ``copy_program`` the executable under ``modules/``; with ``--format perf``, ``perf.data`` instead of
-the first two), then ``ground_truth/<tid>.txt`` and ``recording.json`` (how the recording ended, and
-every file written).  The whole folder appears at once; an earlier recording there is replaced only
-when forced, and a folder holding anything the recorder did not write only gets the bundle's files
-added (see bundle.saver.write_files).
+the first two), then ``ground_truth/<tid>.txt`` and ``recording.json`` (how the recording ended, the
+pids of the processes it created that ran untraced, and every file written).  The whole folder appears
+at once; an earlier recording there is replaced only when forced, and a folder holding anything the
+recorder did not write only gets the bundle's files added (see bundle.saver.write_files).
 """
 
 import json
@@ -35,7 +35,7 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
     conversion = None
     if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
         conversion = TscConversion(1, 0, recording.tsc_zero_ns)
-    process = SaveProcess(recording.pid, TRIPLE, threads, modules)
+    process = SaveProcess(recording.pid, TRIPLE, threads, modules, tuple(recording.untraced_children))
     cpu = replace(SOFTWARE_CPU, clock=recording.clock)
     main_file = BUNDLE_FILE
     if file_format == "perf":  # the trace as perf.data; the program is named by its path (copied under modules/)
@@ -65,6 +65,7 @@ def _status(recording, files):
         "status": recording.status,
         "detail": recording.detail,
         "instructions": {str(tid): len(flow.truth.addresses) for tid, flow in recording.threads.items()},
+        "untracedChildren": recording.untraced_children,
         "seconds": round(recording.seconds, 3),
         "files": files,
     }

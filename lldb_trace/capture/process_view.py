@@ -1,19 +1,41 @@
-"""A live process seen through /proc: its memory, its executable mappings, its signal handlers."""
+"""A live process seen through /proc: its memory, its executable mappings, its signal handlers, its children."""
 
 import os
 from dataclasses import dataclass
 
 
-def caught_signals(pid):
-    """The mask of signals the process (or thread) has a handler for (SigCgt); None if /proc cannot tell."""
+def _status_field(tid, name, base):
+    """A number of /proc/TID/status (``SigCgt`` in hex, ``Tgid`` in decimal); None if /proc cannot tell."""
     try:
-        with open(f"/proc/{pid}/status") as status:
+        with open(f"/proc/{tid}/status") as status:
             for line in status:
-                if line.startswith("SigCgt:"):
-                    return int(line.split()[1], 16)
+                if line.startswith(f"{name}:"):
+                    return int(line.split()[1], base)
     except OSError:
         return None
     return None
+
+
+def caught_signals(pid):
+    """The mask of signals the process (or thread) has a handler for (SigCgt); None if /proc cannot tell."""
+    return _status_field(pid, "SigCgt", 16)
+
+
+def thread_group(tid):
+    """The pid of the process task ``tid`` belongs to (Tgid); None if /proc cannot tell."""
+    return _status_field(tid, "Tgid", 10)
+
+
+def children_of(pid):
+    """The live child processes of process ``pid``, from /proc (every thread's ``children``); () if it cannot tell."""
+    found = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as children:
+                found += [int(child) for child in children.read().split()]
+    except OSError:
+        return ()
+    return tuple(found)
 
 
 class ProcessMemory:

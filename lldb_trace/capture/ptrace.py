@@ -2,7 +2,7 @@
 
 Only what the software recorder needs: launching under PTRACE_TRACEME (with
 ASLR off, as debuggers do), stepping, continuing, reading registers and
-memory, and clone/exit bookkeeping.  Every failing call raises PtraceError
+memory, and clone/fork/exit bookkeeping.  Every failing call raises PtraceError
 with the errno text.
 """
 
@@ -21,12 +21,18 @@ PTRACE_POKETEXT = 4
 PTRACE_POKEUSER = 6
 PTRACE_CONT = 7
 PTRACE_SINGLESTEP = 9
+PTRACE_DETACH = 17
 PTRACE_SETOPTIONS = 0x4200
 PTRACE_GETEVENTMSG = 0x4201
 
+PTRACE_O_TRACEFORK = 0x2
+PTRACE_O_TRACEVFORK = 0x4
 PTRACE_O_TRACECLONE = 0x8
 PTRACE_O_EXITKILL = 0x100000
+PTRACE_EVENT_FORK = 1
+PTRACE_EVENT_VFORK = 2
 PTRACE_EVENT_CLONE = 3
+CREATION_EVENTS = (PTRACE_EVENT_FORK, PTRACE_EVENT_VFORK, PTRACE_EVENT_CLONE)  # a new task: its id is the message
 
 ADDR_NO_RANDOMIZE = 0x0040000
 WALL = 0x40000000  # __WALL: wait for threads too
@@ -90,7 +96,9 @@ def launch(program, args, env=None, aslr=False):
     _, status = os.waitpid(pid, 0)
     if not os.WIFSTOPPED(status) or os.WSTOPSIG(status) != signal.SIGTRAP:
         raise PtraceError(f"{program} did not stop after exec (wait status {status:#x})")
-    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)
+    # Every new task stops first, so the recorder sees it: a thread to record, or a process to let go.
+    options = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL
+    ptrace(PTRACE_SETOPTIONS, pid, 0, options)
     return pid
 
 
@@ -116,6 +124,11 @@ def step(tid, sig=0):
 
 def cont(tid, sig=0):
     ptrace(PTRACE_CONT, tid, 0, sig)
+
+
+def detach(tid):
+    """Let a stopped tracee run on untraced (its pending stop signal dropped)."""
+    ptrace(PTRACE_DETACH, tid, 0, 0)
 
 
 def event_message(tid):

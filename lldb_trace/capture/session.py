@@ -4,9 +4,16 @@ All traced threads are stepped concurrently (each is re-stepped as soon as
 its step ends), so a thread waiting on another never deadlocks the recording.
 Signals are passed on; a caught one is seen as an asynchronous branch into its
 handler.  The recording ends when a thread reaches the ``until`` symbol (the
-process is then killed), when the process exits, when it crashes (the
-partial recording is kept and marked, with the signal that killed the thread
-as that thread's stop), or at Ctrl-C, between two steps.
+process is then killed), when the process exits (each thread's exit status is
+its stop), when it crashes (the partial recording is kept and marked, with the
+signal that killed the thread as that thread's stop), or at Ctrl-C, between
+two steps.
+
+A process the program creates (fork, vfork, clone without CLONE_THREAD) is let
+go at its first stop and runs untraced; its pid is kept (``untraced_children``).
+Following it would need a second address space in the bundle, and most children
+exec another program at once, which a bundle's process (one set of modules)
+cannot show.
 """
 
 import contextlib
@@ -17,11 +24,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..bundle.model import ThreadStop
 from ..elf_info import ElfInfo
 from ..errors import LldbTraceError
 from ..x86.instructions import Classifier
 from . import ptrace
-from .process_view import ModuleMap, ProcessMemory, caught_signals
+from .process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
 from .stop_signal import signal_name, stop_of
 from .thread_recorder import RecorderOptions, ThreadRecorder
 from .timing_packets import clock_info
@@ -58,7 +66,8 @@ class Recording:
     threads: dict = field(default_factory=dict)  # tid -> ThreadRecorder, in creation order
     streams: dict = field(default_factory=dict)  # tid -> bytes
     modules: dict = field(default_factory=dict)  # path -> load address
-    stops: dict = field(default_factory=dict)  # tid -> ThreadStop, for the thread a fatal signal stopped
+    stops: dict = field(default_factory=dict)  # tid -> ThreadStop: the fatal signal, or the exit status
+    untraced_children: list = field(default_factory=list)  # pids of the processes it created, run untraced
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
     clock: object = None  # the ClockInfo of MTC/CYC packets, when recorded
     seconds: float = 0.0
@@ -103,6 +112,9 @@ class _Session:
         self.recorders = {}
         self.finished = {}
         self.free = set()  # live threads not recorded
+        self.children = []  # processes the program created, let go to run untraced
+        self.early = set()  # new processes whose first stop came before their creator's event
+        self.patched = None  # (address, original word) of the breakpoint at main, while it is set
         self.status, self.detail = "exited", ""
         self.delivered = {}  # tid -> ThreadStop of the last signal passed on to it without a handler
         self.stops = {}
@@ -127,6 +139,7 @@ class _Session:
         address = main + self.bias
         word = ptrace.peek_word(self.pid, address)
         ptrace.poke_word(self.pid, address, (word & ~0xFF) | 0xCC)
+        self.patched = (address, word)  # a child created before main has it too: restored before it goes
         ptrace.cont(self.pid)
         while True:
             tid, status = ptrace.wait_any()
@@ -135,12 +148,18 @@ class _Session:
             if not os.WIFSTOPPED(status):
                 continue
             sig, event = os.WSTOPSIG(status), status >> 16
+            if event in ptrace.CREATION_EVENTS:
+                self._created(tid, event, lambda _tid: None)
+            elif not self._ours(tid):
+                self.early.add(tid)  # a new process's first stop: it goes at its creator's event
+                continue
             if tid != self.pid or event:
                 ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
                 continue
             if sig == signal.SIGTRAP and ptrace.get_rip(tid) == address + 1:
                 ptrace.poke_word(self.pid, address, word)
                 ptrace.set_rip(tid, address)
+                self.patched = None
                 return
             ptrace.cont(tid, 0 if sig == signal.SIGTRAP else sig)
 
@@ -151,6 +170,8 @@ class _Session:
         ptrace.step(tid)
 
     def _new_thread(self, tid):
+        if tid in self.recorders or tid in self.free:
+            return  # its first stop came before its creator's clone event
         if self.options.all_threads:
             self.recorders[tid] = None  # recorded from its first stop
         else:
@@ -189,11 +210,14 @@ class _Session:
                 self._thread_gone(tid, status)
                 continue
             if tid not in self.recorders and tid not in self.free:
+                if not self._ours(tid):
+                    self.early.add(tid)  # a new process's first stop: it goes at its creator's event
+                    continue
                 self._new_thread(tid)
             if tid in self.free:
                 sig = os.WSTOPSIG(status)
-                if status >> 16 == ptrace.PTRACE_EVENT_CLONE:
-                    self._new_thread(ptrace.event_message(tid))
+                if status >> 16 in ptrace.CREATION_EVENTS:
+                    self._created(tid, status >> 16, self._new_thread)
                 ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
                 continue
             if self.recorders[tid] is None:
@@ -204,6 +228,32 @@ class _Session:
         if self.interrupted:
             self.status, self.detail = "interrupted", "stopped by the user"
             self._end_all("interrupted")
+
+    def _created(self, tid, event, new_thread):
+        """Thread ``tid`` created a task (a ptrace creation event): a thread (``new_thread(its tid)``) or a process."""
+        new = ptrace.event_message(tid)
+        if event == ptrace.PTRACE_EVENT_CLONE and self._ours(new):
+            new_thread(new)
+        else:
+            self._let_go(new, copied=event == ptrace.PTRACE_EVENT_FORK)
+
+    def _let_go(self, pid, copied):
+        """Detach a process the program created, at its first stop; ``copied``: it has a copy of the memory (fork)."""
+        self.children.append(pid)
+        if pid in self.early:
+            self.early.discard(pid)
+        else:
+            _, status = os.waitpid(pid, ptrace.WALL)  # it stops at once, with the SIGSTOP of new tracees
+            if not os.WIFSTOPPED(status):
+                return
+        with contextlib.suppress(ptrace.PtraceError):  # killed meanwhile: nothing to let go
+            if self.patched is not None and copied:
+                ptrace.poke_word(pid, *self.patched)  # (sharing the memory, vfork's child only execs or exits)
+            ptrace.detach(pid)
+
+    def _ours(self, tid):
+        """Whether task ``tid`` is a thread of the recorded process (when /proc cannot tell, it is taken to be)."""
+        return thread_group(tid) in (self.pid, None)
 
     def recorded_threads(self):
         """Every recorded thread, ended or still live, in the order they appeared."""
@@ -224,6 +274,7 @@ class _Session:
                 self.status, self.detail = "crashed", where
         elif recorder is not None:
             recorder.exited()
+            self.stops[tid] = ThreadStop.exit(os.WEXITSTATUS(status))
         if tid == self.pid and os.WIFEXITED(status) and self.status == "exited":
             self.detail = f"exit code {os.WEXITSTATUS(status)}"
         if recorder is not None:
@@ -233,8 +284,8 @@ class _Session:
         """Handle one stop of a recorded thread; True when the recording is over."""
         recorder = self.recorders[tid]
         sig, event = os.WSTOPSIG(status), status >> 16
-        if event == ptrace.PTRACE_EVENT_CLONE:
-            self._new_thread(ptrace.event_message(tid))
+        if event in ptrace.CREATION_EVENTS:
+            self._created(tid, event, self._new_thread)
             ptrace.step(tid)
             return False
         if sig == signal.SIGTRAP:
@@ -270,8 +321,18 @@ class _Session:
     def close(self):
         self.modules.refresh()
         ptrace.kill(self.pid)
-        while ptrace.wait_any()[0] is not None:
-            pass
+        for pid in self.early:  # created just before the end: its creator's event never came
+            self.children.append(pid)
+            with contextlib.suppress(ptrace.PtraceError):
+                ptrace.detach(pid)
+        while True:
+            tid, status = ptrace.wait_any()
+            if tid is None:
+                break
+            if os.WIFSTOPPED(status) and not self._ours(tid):  # a child caught while being created
+                self.children.append(tid)
+                with contextlib.suppress(ptrace.PtraceError):
+                    ptrace.detach(tid)
         self.memory.close()
 
 
@@ -315,6 +376,7 @@ def record(program, args=(), options=None, progress=None):
     recording.streams = {tid: recorder.finish(buffer_bytes) for tid, recorder in threads.items()}
     recording.modules = {p: a for p, a in session.modules.modules.items()}
     recording.stops = session.stops
+    recording.untraced_children = session.children
     recording.tsc_zero_ns = tsc_zero
     if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
         recording.clock = clock_info(options.mtc_period, options.cycle_accurate)

@@ -71,6 +71,34 @@ def argument_strings(args):
     return [str(arg) for arg in args]
 
 
+def lldb_text(text):
+    """``text`` as LLDB can take it: UTF-8 has no lone surrogates, which a bundle's paths may hold (JSON's
+    ``"\\udcff"``, a file name's undecodable byte); they are shown escaped (``\\udcff``) instead of failing."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
+
+
+class EncodableResult:
+    """A command's SBCommandReturnObject whose texts are made encodable (lldb_text) on their way to LLDB.
+
+    SWIG cannot convert a string that UTF-8 cannot encode: the message would be lost in a Python traceback.
+    """
+
+    def __init__(self, result):
+        self._result = result
+
+    def AppendMessage(self, text):  # noqa: N802 (LLDB's names)
+        self._result.AppendMessage(lldb_text(text))
+
+    def AppendWarning(self, text):  # noqa: N802
+        self._result.AppendWarning(lldb_text(text))
+
+    def SetError(self, text):  # noqa: N802
+        self._result.SetError(lldb_text(text))
+
+    def __getattr__(self, name):
+        return getattr(self._result, name)
+
+
 def help_paragraphs(*paragraphs):
     """A long help from one-line paragraphs, set off from LLDB's option list by a blank line."""
     return "\n" + "\n\n".join(paragraphs)
@@ -137,6 +165,7 @@ class TraceCommand(ParsedCommand):
         return super().set_option_value(exe_ctx, opt_name, opt_value)
 
     def __call__(self, debugger, args, exe_ctx, result):
+        result = EncodableResult(result)
         try:
             if self.get_parser().was_set("help"):
                 self.show_help(debugger, result)

@@ -18,7 +18,8 @@ class FindCommand(TidOptionCommand):
         "Usage: pt find --function NAME | --line FILE:LINE | --address ADDR [-c N] [-t TID] [--json]",
         "Searches the whole history of the selected thread (or -t TID) and lists the matching executions newest"
         " first: the item index ('pt goto INDEX' stands there), the call depth, the timestamp when the trace has"
-        " them, and the function. --function lists the calls of the function (its first instruction);"
+        " them, and the function. --function lists the calls of the function, at its first instruction: calls"
+        " that ran it or went through its PLT stub (an IFUNC's variant, such as __strcpy_avx2 for strcpy);"
         " --line the executions of the line's first instruction; --address those of one instruction. -c N shows"
         f" the newest N (default {DEFAULT_COUNT}; 0: all).",
     )

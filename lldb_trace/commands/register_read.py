@@ -40,8 +40,11 @@ def outer_frame_registers(debugger):
     index = thread.GetSelectedFrame().GetFrameID() if thread.IsValid() else 0
     if index == 0:
         return None
-    frames = histories.history_of(target, thread.GetThreadID()).frames()
-    resumes = f": it resumes at 0x{frames[index].pc:x}" if index < len(frames) else ""
+    shown = histories.shown_frames(target, histories.history_of(target, thread.GetThreadID()))
+    given = sum(thread.GetFrameAtIndex(k).IsSynthetic() for k in range(index + 1)) - 1  # LLDB adds inlined callers
+    if given <= 0:
+        return None  # frame 0, or a function it is inlined into: frame 0's registers are right
+    resumes = f": it resumes at 0x{shown[given][0].resumes_at:x}" if given < len(shown) else ""
     return (
         f"error: frame #{index} has no registers in a trace, which records only frame #0's pc{resumes}"
         " ('frame select 0' for the pc)"

@@ -54,7 +54,7 @@ class SaveCommand(TraceCommand):
             )
             for tid in process_trace.tids
         )
-        saved = SaveProcess(process.pid, process.triple, threads, tuple(modules))
+        saved = SaveProcess(process.pid, process.triple, threads, tuple(modules), process.untraced_children)
         parser = self.get_parser()
         if parser.format == "perf":
             path = save_perf_data(

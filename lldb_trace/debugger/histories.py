@@ -7,14 +7,17 @@ traced thread's ThreadHistory (lldb_trace.history) keeps its position
 between commands, and reads lines and prologues through LLDB.
 """
 
-import itertools
+import re
 
 import lldb
 
 from .. import history
 from ..errors import LldbTraceError
+from ..history import named_calls
 from . import registry
 from .symbolizer import LldbSymbolizer, disassembly_flavor
+
+_NO_RANGE = 0xFFFFFFFF  # SBBlock.GetRangeIndexForBlockAddress: no range of the block holds the address
 
 
 class NotTracedError(LldbTraceError):
@@ -93,10 +96,12 @@ def live_of(view):
     return next((live for candidate, live in _views if candidate == view), None)
 
 
-def breakpoint_locations(target):
+def breakpoint_locations(target, thread_history):
     """Enabled breakpoint locations: load address -> "ID.LOCATION", as LLDB names a stop there.
 
-    A history view stops at the breakpoints of the live process it shows, and at its own.
+    A history view stops at the breakpoints of the live process it shows, and at its own.  A location
+    LLDB left on an IFUNC's resolver (it cannot run it) stands for the functions the name leads to in
+    ``thread_history`` (history.named_calls).
     """
     locations = {}
     live = live_of(target)
@@ -108,28 +113,58 @@ def breakpoint_locations(target):
                 address = location.GetLoadAddress()
                 if location.IsEnabled() and address != lldb.LLDB_INVALID_ADDRESS:
                     locations.setdefault(address, f"{breakpoint.GetID()}.{location.GetID()}")
-    return locations
+    return named_calls.resolve_breakpoints(thread_history.map.forest, thread_history.symbolizer, locations)
 
 
-def shown_pcs(thread_history):
-    """The pcs LLDB shows for the frames at the position: frame 0 where it stands, each outer frame at its call.
+def shown_frames(target, thread_history):
+    """``[(Frame, pc LLDB is given)]`` at the position, innermost first; a frame whose call a gap lost is left out.
 
-    LLDB symbolicates a frame it is given at exactly its pc, so an outer frame given its return address
-    would show the line after the call; at the call instruction it shows the calling line, as GDB and
-    LLDB's own unwinder do.  (A frame a signal interrupted is shown where it was interrupted.)
+    LLDB symbolicates a scripted frame at exactly its pc: an outer frame stands at its call instruction
+    (history.Frame), so LLDB names the calling line.  LLDB 23 also adds the callers of inlined code to
+    each frame, looking them up at an outer frame's pc less one (as for a return address); where the call
+    begins the inlined code (``elf_ifunc_invoke`` inlined into ``_dl_fixup``), that falls outside it and
+    the function it is inlined into would vanish from ``bt``: such a frame is given one byte into its
+    call instead, where both lookups find the call.
     """
-    frames = thread_history.frames()
-    pcs = [frames[0].pc]
-    for inner, outer in itertools.pairwise(frames):
-        call = None if inner.asynchronous else _call_instruction(thread_history, inner)
-        pcs.append(call if call is not None else outer.pc)
-    return frames, pcs
+    shown = []
+    for frame in thread_history.frames():
+        if frame.pc is None:
+            continue
+        pc = frame.pc
+        if shown and not _inlined_code_holds(target, pc, pc - 1) and thread_history.map.instruction_size(pc) > 1:
+            pc += 1
+        shown.append((frame, pc))
+    return shown
 
 
-def _call_instruction(thread_history, frame):
-    """The address of the call that made ``frame`` (None when the trace does not hold it)."""
-    if frame.row is None:  # stopped at the callee's first instruction: the last item was the call
-        item = thread_history.end - 1 if thread_history.end else None
-    else:
-        item = thread_history.map.forest.call_item(frame.row)
-    return thread_history.map.address(item) if item is not None and item >= 0 else None
+def shown_frame_count(target, shown):
+    """How many frames ``bt`` lists for ``shown`` (see shown_frames): LLDB 23 and later add a frame for each
+    function that inlined code is inlined into (llvm PR 191132); LLDB 22 shows each frame it is given as
+    its innermost inlined function alone."""
+    if not _adds_inlined_callers():
+        return len(shown)
+    return sum(1 + _inlined_depth(target, pc) for _frame, pc in shown)
+
+
+def _adds_inlined_callers():
+    found = re.search(r"version (\d+)", lldb.SBDebugger.GetVersionString() or "")
+    return found is not None and int(found.group(1)) >= 23
+
+
+def _inlined_block(target, address):
+    return target.ResolveLoadAddress(address).GetBlock().GetContainingInlinedBlock()
+
+
+def _inlined_code_holds(target, pc, lookup):
+    """Does the inlined code around ``pc`` (if any) hold ``lookup`` too?"""
+    inlined = _inlined_block(target, pc)
+    return not inlined.IsValid() or inlined.GetRangeIndexForBlockAddress(target.ResolveLoadAddress(lookup)) != _NO_RANGE
+
+
+def _inlined_depth(target, pc):
+    """How many inlined functions nest at ``pc``."""
+    depth, inlined = 0, _inlined_block(target, pc)
+    while inlined.IsValid():
+        depth += 1
+        inlined = inlined.GetParent().GetContainingInlinedBlock()
+    return depth

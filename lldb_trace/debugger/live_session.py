@@ -9,12 +9,14 @@ the source and keeps the trace until the process runs on untraced.
 
 import contextlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import lldb
 
 from ..bundle.model import Bundle, Process, Thread, ThreadStop
 from ..capture.intel_pt_backend import IntelPtBackend
+from ..capture.process_view import children_of
 from ..capture.software_backend import SoftwareBackend
 from ..errors import LldbTraceError
 from ..process_trace import ProcessTrace
@@ -97,6 +99,7 @@ class LiveSession:
         self.tids = tids
         self.rule = None
         self.stop_hook = None  # the id of the stop hook that reads an Intel PT session's buffers
+        self.untraced_children = []  # pids of the processes the traced process created: none is traced
         self._register()
 
     def _register(self):
@@ -111,9 +114,17 @@ class LiveSession:
         source = LiveSource(self.backend, lambda: _memory_modules(target), lambda tid: _signal_stop(target, tid))
         self.trace = ProcessTrace(bundle, process, source)
         self.key = registry.add(self.target, self.trace, session=self)
+        self.child_created()
+
+    def child_created(self, *pids):
+        """The traced process created processes ``pids``; the trace's process names every one (untraced children)."""
+        self.untraced_children += [pid for pid in pids if pid not in self.untraced_children]
+        self.trace.process = replace(self.trace.process, untraced_children=tuple(self.untraced_children))
 
     def stopped(self):
-        """At every stop (intel-pt): trace the threads created since (--all), then read the buffers."""
+        """At every stop (intel-pt): trace the threads created since (--all), note the child processes, then read
+        the buffers.  A child is seen only if it is alive (or not yet reaped) at a stop, one created before tracing
+        began included: LLDB lets children go without a stop the hook would see."""
         if self.backend.all_threads:
             new = [t.GetThreadID() for t in self.target.GetProcess() if t.GetThreadID() not in self.backend.traces]
             for tid in new:
@@ -121,6 +132,7 @@ class LiveSession:
             if new:
                 self.tids = sorted(self.backend.traces)
                 self._register()  # replaces the entry: the process now has more traced threads
+        self.child_created(*children_of(self.target.GetProcess().GetProcessID()))
         self.backend.read_all()
 
     def close(self):

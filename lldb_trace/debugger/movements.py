@@ -41,7 +41,7 @@ def move(debugger, request):
 def _perform(history, request, target):
     if request.kind == "goto":
         return history.goto(_position(history, request.position))
-    breakpoints = histories.breakpoint_locations(target)
+    breakpoints = histories.breakpoint_locations(target, history)
     if request.kind == "continue":
         return history.continue_(breakpoints, request.reverse)
     step = getattr(history, request.kind)

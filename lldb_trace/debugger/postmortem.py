@@ -6,6 +6,7 @@ created for the bundle so far is deleted again.
 
 import lldb
 
+from ..elf_info import ElfInfo, NotAnElfError
 from ..errors import LldbTraceError
 from ..process_trace import ProcessTrace
 from . import registry
@@ -54,6 +55,7 @@ def _process_target(debugger, process_trace):
     key = registry.add(target, process_trace)
     try:
         for module in process.modules:
+            _check_module_file(module)
             if not target.AddModule(str(module.path), process.triple, module.build_id).IsValid():
                 raise TargetError(f"LLDB could not load module {module.path}")
         _prepare(process_trace)
@@ -64,6 +66,20 @@ def _process_target(debugger, process_trace):
         debugger.DeleteTarget(target)
         raise
     return target, key
+
+
+def _check_module_file(module):
+    """Refuse a module file whose headers LLDB would trust and die on (ElfInfo checks them).
+
+    LLDB divides by a symbol or relocation table's entry size and reads what a section claims: a
+    SIGFPE or a crash of the whole debugger.  The loader checked the file; it may have changed since.
+    """
+    try:
+        ElfInfo.read(module.path)
+    except NotAnElfError as error:
+        raise TargetError(f"LLDB cannot be given module {module.system_path}: {error}") from None
+    except OSError as error:
+        raise TargetError(f"cannot read module {module.path}: {error.strerror}") from None
 
 
 def _prepare(process_trace):

@@ -8,7 +8,9 @@ branch, or by single steps), feeds every instruction it ran to the backend
 (capture/software_backend.py), and stops where the command would
 (stepping.py).  At each stop the recorded stream pauses (FUP + TIP.PGD at the
 pc, as user-space PT shows a trap into the debugger).  Other threads run
-freely, untraced, while the selected one is stepped.
+freely, untraced, while the selected one is stepped; a process the thread
+creates (fork, vfork, clone without CLONE_THREAD) is let go by LLDB and runs
+untraced: its pid is noted (``trace dump``, ``trace save``).
 """
 
 import lldb
@@ -21,6 +23,9 @@ from .live_session import LiveTraceError
 from .stepping import StopRule, line_of
 
 PLAN_CLASS = f"{__name__}.RecordingPlan"
+# The stops of a thread that created a process (fork, vfork, clone without CLONE_THREAD); the child's pid is
+# their data (LLDB 14 and later).
+_CREATIONS = tuple(getattr(lldb, name) for name in ("eStopReasonFork", "eStopReasonVFork") if hasattr(lldb, name))
 MODES = {
     "process continue": "continue",
     "thread continue": "continue",
@@ -81,7 +86,10 @@ class RecordingPlan:
         return caught is not None and not (caught & self.silent_signals)
 
     def explains_stop(self, _event):
-        return self.thread.GetStopReason() in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonBreakpoint)
+        reason = self.thread.GetStopReason()
+        if reason in _CREATIONS:  # LLDB lets the new process go (follow-fork-mode parent): it runs untraced
+            self.session.child_created(self.thread.GetStopReasonDataAtIndex(0))
+        return reason in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonBreakpoint)
 
     def should_stop(self, _event):
         frame = self.thread.GetFrameAtIndex(0)
@@ -255,6 +263,7 @@ def run_recorded(debugger, session, mode):
     if thread.GetThreadID() not in session.tids:
         raise LiveTraceError(f"thread {thread.GetThreadID()} is not traced: select a traced thread or 'pt stop'")
     session.rule = StopRule(mode, thread)
+    children = len(session.untraced_children)
     arguments = lldb.SBStructuredData()
     arguments.SetFromJSON(f'{{"key": "{session.key}"}}')
     was_async = debugger.GetAsync()
@@ -266,7 +275,15 @@ def run_recorded(debugger, session, mode):
     if error.Fail():
         raise LiveTraceError(f"stepping failed: {error.GetCString()}")
     stream = lldb.SBStream()
+    note = _children_note(session.untraced_children[children:])
     if process.GetState() == lldb.eStateExited:
-        return f"Process {process.GetProcessID()} exited with status = {process.GetExitStatus()}\n"
+        return f"{note}Process {process.GetProcessID()} exited with status = {process.GetExitStatus()}\n"
     process.GetSelectedThread().GetStatus(stream)
-    return stream.GetData() or ""
+    return note + (stream.GetData() or "")
+
+
+def _children_note(pids):
+    if not pids:
+        return ""
+    listed = ", ".join(map(str, pids))
+    return f"note: the process created {len(pids)} process(es) that ran untraced: {listed}\n"

@@ -4,7 +4,9 @@ LLDB builds the process from these classes (by dotted name) when a trace
 target is "launched" with the ScriptedProcess plugin.  Each thread stands at
 its history position (lldb_trace.history): at first the end of its trace, or
 where the bundle says a signal stopped it (with that signal as its stop
-reason, as live LLDB showed it); after ``pt goto`` or a step through history,
+reason, as live LLDB showed it), its stop reason "exited with status N" when
+it exited, "end of trace" when the bundle does not say how it stopped; after
+``pt goto`` or a step through history,
 at that instruction, its stop reason naming the position.  Its frames are the
 calls open there.  The only register the trace knows is the pc, so that is
 the only register shown.  Memory is served from the module files: code and
@@ -20,11 +22,18 @@ import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
 from . import registry
-from .histories import breakpoint_locations, history_of, shown_pcs
+from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames
 
-# Without a recorded signal: SIGSTOP reads as "stopped" in thread lists; LLDB auto-resumes threads
-# whose stop reason is none, trace or processor-trace, so a signal it must be.
-_STOPPED = {"type": lldb.eStopReasonSignal, "data": {"signal": 19}}
+# A stop that is no signal (an exit, the end of the trace, a position in history) is a SIGSTOP stop worded as
+# what it is: LLDB resumes a scripted thread whose stop reason is none or trace, and a signal it does not stop
+# for (0 included); an exception stop reads "EXC_BAD_ACCESS" whatever its description off Apple
+# (ScriptedThread::CalculateStopInfo).  SIGSTOP is what LLDB itself shows for a process it holds (an interrupt).
+_HELD = 19
+
+
+def _held(description):
+    return {"type": lldb.eStopReasonSignal, "data": {"signal": _HELD, "desc": description}}
+
 
 _PC_ONLY = {
     "sets": ["Traced registers"],
@@ -120,16 +129,18 @@ class TraceThread(ScriptedThread):
             return self._stop_reason()
         except Exception as error:  # a bug: without a stop reason LLDB would resume the thread, forever
             desc = f"lldb_trace internal error: {type(error).__name__}: {error} (please report it)"
-            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": desc}}
+            return _held(desc)
 
     def _stop_reason(self):
         if not self._pc():
-            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._why_no_pc()}}
+            return _held(self._why_no_pc())
         history = self._history()
         if history is not None and not history.at_end:
-            return {"type": lldb.eStopReasonSignal, "data": {"signal": 19, "desc": self._past_description(history)}}
+            return _held(self._past_description(history))
         if self.stop is None:
-            return _STOPPED
+            return _held("end of trace")  # how the thread stopped was not recorded (a perf record's trace)
+        if self.stop.signal is None:
+            return _held(self.stop.text)  # it exited
         data = {"signal": self.stop.signal}
         if self.stop.description:
             data["desc"] = self.stop.description
@@ -138,14 +149,14 @@ class TraceThread(ScriptedThread):
     def _past_description(self, history):
         """The stop reason in the past: the breakpoint there, the position, where the traced stack begins."""
         try:
-            frames = history.frames()
+            shown = shown_frames(self.target, history)
         except Exception as error:  # a bug: LLDB would resume a thread without a stop reason, forever
             return f"history: {history.describe()}; its frames could not be found ({type(error).__name__}: {error})"
-        breakpoint = breakpoint_locations(self.target).get(history.pc)
+        breakpoint = breakpoint_locations(self.target, history).get(history.pc)
         at = f"breakpoint {breakpoint}, " if breakpoint else ""
-        oldest = (
-            f"; frame #{len(frames) - 1} is the oldest traced frame" if frames and frames[-1].outermost_traced else ""
-        )
+        oldest = ""
+        if shown and shown[-1][0].outermost_traced:  # numbered as bt lists them
+            oldest = f"; frame #{shown_frame_count(self.target, shown) - 1} is the oldest traced frame"
         return f"history: {at}{history.describe()}{oldest}"
 
     def _why_no_pc(self):
@@ -159,10 +170,10 @@ class TraceThread(ScriptedThread):
             pc = self._pc()
             return [{"idx": 0, "pc": pc}] if pc else []
         try:
-            _frames, pcs = shown_pcs(history)
+            shown = shown_frames(self.target, history)
         except Exception:  # a bug (the stop reason says it): frame 0 alone rather than no stop at all
             return [{"idx": 0, "pc": history.pc}]
-        return [{"idx": index, "pc": pc} for index, pc in enumerate(pcs) if pc is not None]
+        return [{"idx": index, "pc": pc} for index, (_frame, pc) in enumerate(shown)]
 
     def get_register_context(self):
         return struct.pack("<Q", self._pc())

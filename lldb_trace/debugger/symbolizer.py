@@ -39,6 +39,14 @@ class LldbSymbolizer(Symbolizer):
                 found.add(address)
         return sorted(found)
 
+    def ifunc_entries(self, name):
+        found = set()
+        for context in self.target.FindSymbols(name, lldb.eSymbolTypeResolver):
+            address = context.GetSymbol().GetStartAddress().GetLoadAddress(self.target)
+            if address != lldb.LLDB_INVALID_ADDRESS:
+                found.add(address)
+        return sorted(found)
+
     def line_starts(self, file, line):
         """The line's row starts in every compile unit of a file with that name (as a breakpoint resolves them)."""
         spec = lldb.SBFileSpec(file, False)
@@ -77,6 +85,7 @@ class LldbSymbolizer(Symbolizer):
             mnemonic,
             operands,
             stub=symbol.IsValid() and symbol.GetType() == lldb.eSymbolTypeTrampoline,
+            resolver=symbol.IsValid() and symbol.GetType() == lldb.eSymbolTypeResolver,
         )
 
 

@@ -43,6 +43,7 @@ class CallForest:
             rank = np.empty(len(order), dtype=np.int64)
             rank[order] = np.arange(len(order))
         self.extra_rows, self.extra_values = _sparse(built.extra, rank)
+        self.entered_rows, self.entered_values = _sparse(built.entered, rank)
         parent = _column(built, "parent", np.int32)
         if order is None:
             self.parent, self._call_items = parent, dict(built.call_items)
@@ -58,7 +59,8 @@ class CallForest:
     @property
     def memory_bytes(self):
         columns = (self.first, self.last, self.parent, self.depth, self.entry, self.flags)
-        sparse = self.extra_rows.nbytes + self.extra_values.nbytes
+        sparse = sum(column.nbytes for column in (self.extra_rows, self.extra_values, self.entered_rows))
+        sparse += self.entered_values.nbytes
         return sum(column.nbytes for column in columns) + sparse + 100 * len(self._call_items)
 
     def extra(self, row):
@@ -66,6 +68,16 @@ class CallForest:
         0 for the many calls without either (kept sparse: a column of them would cost 8 bytes a call)."""
         k = int(np.searchsorted(self.extra_rows, row))
         return int(self.extra_values[k]) if k < len(self.extra_rows) and self.extra_rows[k] == row else 0
+
+    def entered(self, rows):
+        """Per row of ``rows`` (a numpy array), the item where the function that ran began: the call's first
+        item, but for a call through a PLT stub the item after the stub's jump (and ld.so's binding)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        items = self.first[rows].astype(np.int64)
+        k = np.minimum(np.searchsorted(self.entered_rows, rows), max(len(self.entered_rows) - 1, 0))
+        through_stub = (self.entered_rows[k] == rows) if len(self.entered_rows) else np.zeros(len(rows), dtype=bool)
+        items[through_stub] = self.entered_values[k[through_stub]].astype(np.int64)
+        return items
 
     def calls(self):
         """Every call in execution order (by first item, callers before callees), as a sequence of Calls."""
@@ -164,7 +176,9 @@ class Call:
     """One function invocation (a row of the forest): items ``first``..``last``, its callees included.
 
     ``address`` is the entry of the function that ran (for an untraced caller: the instruction the
-    trace returned to), ``stub`` the PLT stub the call went through (None for a direct call).
+    trace returned to), ``stub`` the PLT stub the call went through (None for a direct call), and
+    ``entered`` the item of that function's first instruction: ``first`` but for a call through a
+    stub, whose items (and ld.so's binding, on a lazy first call) come before it.
     """
 
     __slots__ = ("_forest", "row")
@@ -173,6 +187,7 @@ class Call:
         self._forest, self.row = forest, row
 
     first = property(lambda self: int(self._forest.first[self.row]))
+    entered = property(lambda self: int(self._forest.entered([self.row])[0]))  # where the function that ran began
     last = property(lambda self: int(self._forest.last[self.row]))
     depth = property(lambda self: int(self._forest.depth[self.row]))
     untraced_start = property(lambda self: bool(self._forest.flags[self.row] & UNTRACED_START))

@@ -1,8 +1,22 @@
 """The code of a traced process, read from its module files at their load addresses.
 
 Both the decoder's block expansion and the post-mortem process's memory reads
-need it.  Each segment's bytes are read from the file once, on first use.
+need it.  Each module file is mapped once, on first use, not read (see
+sources/mapped_file.py): a read touches only the pages it reads, so memory
+stays bounded by what is read, whatever size a segment claims.  A segment's
+part past its file bytes (``.bss``: a ``static char big[3 << 30]`` gives a
+3 GiB one) reads as zeros and costs nothing.
 """
+
+from bisect import bisect_right
+from itertools import accumulate
+
+from ..errors import LldbTraceError
+from ..sources.mapped_file import map_file
+
+
+class AddressTypeError(LldbTraceError):
+    """An address that is not an int (an API caller passed a string or None)."""
 
 
 class CodeMemory:
@@ -11,27 +25,43 @@ class CodeMemory:
     def __init__(self, modules):
         self._segments = sorted(
             ((segment.vaddr, segment.vaddr + segment.memory_size, segment, module.path) for module in modules
-             for segment in module.segments),
+             for segment in module.segments if segment.memory_size),
             key=lambda entry: entry[0],
         )  # fmt: skip
-        self._bytes = {}
+        self._starts = [entry[0] for entry in self._segments]
+        self._reach = list(accumulate((entry[1] for entry in self._segments), max))  # the furthest end up to each
+        self._files = {}  # path -> its mapped bytes
 
     def segment_at(self, address):
-        for start, end, segment, path in self._segments:
-            if start <= address < end:
+        """``(start, end, Segment, module path)`` of the segment holding ``address``, or None."""
+        if not isinstance(address, int):
+            raise AddressTypeError(f"an address is an int, not {type(address).__name__} ({address!r})")
+        k = bisect_right(self._starts, address) - 1
+        while k >= 0 and self._reach[k] > address:  # only overlapping segments (a hostile file's) walk back
+            start, end, segment, path = self._segments[k]
+            if address < end:
                 return start, end, segment, path
+            k -= 1
         return None
 
     def read(self, address, size):
         """Up to ``size`` bytes at ``address`` (fewer at a segment's end), or b"" outside every module."""
         found = self.segment_at(address)
-        if found is None:
+        if found is None or size <= 0:
             return b""
         start, end, segment, path = found
-        data = self._bytes.get(start)
-        if data is None:
-            with open(path, "rb") as f:
-                f.seek(segment.offset)
-                data = f.read(segment.size)
-            data = self._bytes[start] = data + bytes(segment.memory_size - len(data))  # .bss reads as zeros
-        return data[address - start : min(end, address + size) - start]
+        first, stop = address - start, min(end, address + size) - start  # offsets into the segment
+        in_file = max(0, min(stop, segment.size) - first)
+        data = b""
+        if in_file:
+            data = bytes(self._file(path)[segment.offset + first : segment.offset + first + in_file])
+        return data + bytes(stop - first - len(data))  # past the file's bytes (or a file cut since): zeros
+
+    def _file(self, path):
+        mapped = self._files.get(path)
+        if mapped is None:
+            try:
+                mapped = self._files[path] = map_file(path)
+            except OSError:
+                mapped = b""  # gone since the bundle was loaded: the code reads as zeros, decoding says what failed
+        return mapped

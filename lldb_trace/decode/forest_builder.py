@@ -21,8 +21,8 @@ in.  What each does to the open frames:
 - an indirect jump that lands inside a function open further out (longjmp)
   closes the frames in between; one, or a direct jump, to the first
   instruction of another function is a tail call: that function replaces the
-  frame.  Calls into a PLT stub are followed to the function they reach,
-  through ld.so's resolver on a lazily bound first call (plt.py);
+  frame.  Calls into a PLT stub are followed to the function they reach (and
+  the item it begins at), through ld.so's resolver on a lazy first call (plt.py);
 - tracing that resumes elsewhere than where it stopped (a signal handler;
   a far transfer such as a syscall stops it right after itself) opens an
   asynchronous frame, whose "call site" is where the interrupted code
@@ -60,6 +60,7 @@ class ForestArrays:
         self.parent, self.level, self.tree = array("i"), array("i"), array("i")
         self.entry = array("Q")
         self.extra = {}  # node -> the stub (PLT calls) or the resume address (ASYNC): few nodes have one
+        self.entered = {}  # node -> the item where the function a PLT call reached began (after the stub)
         self.flags = array("B")
         # node -> item of its call instruction, where it is not first - 1 (tail calls; None: a switched frame)
         self.call_items = {}
@@ -272,7 +273,7 @@ class _Builder:
         if target is None or not self.stack:
             return
         if self.states[-1]:
-            self._resolve_stub(row, part, target)
+            self._resolve_stub(row, part, item, target)
             return
         jump_address = self._row(row, part)[0]
         if self._into_stub(jump_address, target):
@@ -355,7 +356,8 @@ class _Builder:
             pc = self.call_sites[depth]
         return False
 
-    def _resolve_stub(self, row, part, target):
+    def _resolve_stub(self, row, part, item, target):
+        """Follow a PLT call's jump at ``item``: on to PLT0 and the resolver, or into the function it reaches."""
         node = self.stack[-1]
         nodes, plt = self.nodes, self.plt
         if self.states[-1] == _IN_STUB:
@@ -367,6 +369,7 @@ class _Builder:
                 return
         nodes.extra[node] = nodes.entry[node]  # the stub
         nodes.entry[node] = target
+        nodes.entered[node] = item + 1
         self.states[-1] = _NOT_RESOLVING
 
     def _row(self, row, part):

@@ -3,11 +3,20 @@
 from .. import libipt
 
 
-def process_image(process):
-    """An Image holding every executable segment of ``process``'s modules at its load address."""
-    image = libipt.Image(f"pid {process.pid}")
-    for module in process.modules:
+def modules_image(modules, name=None):
+    """An Image holding every executable segment of ``modules`` at its load address.
+
+    libipt maps each segment's file bytes on first use, and only those the file holds
+    (a segment claiming more reads as unmapped there, a decode error, never a fault).
+    """
+    image = libipt.Image(name)
+    for module in modules:
         for segment in module.segments:
-            if segment.executable:
+            if segment.executable and segment.size:
                 image.add_file(str(module.path), segment.offset, segment.size, segment.vaddr)
     return image
+
+
+def process_image(process):
+    """The Image of ``process``'s modules."""
+    return modules_image(process.modules, f"pid {process.pid}")

@@ -26,7 +26,7 @@ class PltSections:
         ranges = []
         for module in modules:
             try:
-                elf = ElfInfo(module.path)
+                elf = ElfInfo.read(module.path)
             except (NotAnElfError, OSError):
                 continue
             bias = elf.load_bias(module.load_address)

@@ -2,32 +2,45 @@
 
 At item ``i`` the innermost frame is the innermost call of the forest that
 holds ``i``; each frame further out is the call that made it.  Frame 0's pc is
-the instruction at ``i`` (not yet executed); an outer frame's pc is the
-return address of the call it made, as LLDB's own unwinder reports outer
-frames (for a signal handler's frame, the next frame's pc is where the
-interrupted code resumes).  A frame's *own* items are its items minus those
-of the calls it made: the stepping commands walk them, entering or skipping
-the calls between.
+the instruction at ``i`` (not yet executed); an outer frame's pc is its call
+instruction, the call site LLDB's and GDB's backtraces name (they show the
+calling line, looking up the return address less one), and it resumes at the
+return address.  The frame a signal handler interrupted stands, and resumes,
+where the interrupted code resumes.  A frame's *own* items are its items minus
+those of the calls it made: the stepping commands walk them, entering or
+skipping the calls between.
 """
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..decode.cursor import walk
 from ..decode.decoded_thread import Gap
 from ..decode.forest_builder import SWITCHED
+from ..x86.instructions import Transfer
+
+# Sizes of the calls a return address may follow, likeliest first: call rel32, call *%reg, call *disp(%rip)...
+_CALL_SIZES = (5, 2, 6, 3, 7, 4)
 
 
 @dataclass(frozen=True)
 class Frame:
-    """One frame at a point of history; ``row`` is its call-forest row (None: a frame the trace saw no item of)."""
+    """One frame at a point of history; ``row`` is its call-forest row (None: a frame the trace saw no item of).
 
-    pc: int
+    ``pc`` is where it stands (an outer frame: at its call instruction) and ``resumes_at`` where it goes on
+    (by default ``pc``, as for frame 0; an outer frame: the call's return address); both None where a gap lost
+    the call.
+    """
+
+    pc: int | None
     row: int | None
     outermost_traced: bool = False  # the last frame, when its caller is unknown (the trace began inside it,
     # or it runs on a stack a context switch went to)
-    asynchronous: bool = False  # a signal handler: the next frame's pc is where the interrupted code resumes
+    asynchronous: bool = False  # a signal handler: the next frame stands where the interrupted code resumes
+    resumes_at: int | None = None
+
+    def __post_init__(self):
+        if self.resumes_at is None:
+            object.__setattr__(self, "resumes_at", self.pc)
 
 
 class FrameMap:
@@ -75,33 +88,49 @@ class FrameMap:
         """The frames at item ``index`` whose frame 0 stands at ``pc``, innermost first."""
         return self.frames_from(self.frame_row(index), pc)
 
-    def frames_from(self, row, pc):
-        """The frames from forest row ``row`` outwards, frame 0 standing at ``pc``."""
+    def frames_from(self, row, pc, resumes_at=None):
+        """The frames from forest row ``row`` outwards, frame 0 standing at ``pc`` and going on at ``resumes_at``
+        (default ``pc``; a caller whose callee is about to start stands at the call and resumes after it)."""
         frames = []
         while row >= 0:
             parent = int(self.forest.parent[row])
             if self.forest.flags[row] & SWITCHED:
                 parent = -1  # the frames below it are another stack's
             asynchronous = self.forest.call_item(row) is None and parent >= 0
-            frames.append(Frame(pc, row, parent < 0, asynchronous))
+            frames.append(Frame(pc, row, parent < 0, asynchronous, resumes_at))
             if parent < 0:
                 break
-            pc = self.caller_pc(row)
+            pc, resumes_at = self.call_site(row)
             row = parent
         return frames
 
-    def caller_pc(self, row):
-        """The pc of the frame below ``row`` while ``row`` runs: the return address of its call."""
+    def call_site(self, row):
+        """``(pc, resumes_at)`` of the frame below ``row`` while ``row`` runs: its call instruction and the return
+        address; for a signal handler, where the interrupted code resumes (twice); ``(None, None)`` when a gap
+        lost the call."""
         forest = self.forest
         call_item = forest.call_item(row)
         if call_item is None:  # a signal handler: the interrupted code resumes where it stopped
-            return forest.extra(row)
+            resume = forest.extra(row)
+            return resume, resume
         if call_item < 0:  # called before the trace began: its untraced caller is named by where it returned
-            return int(forest.entry[int(forest.parent[row])])
+            returned_to = int(forest.entry[int(forest.parent[row])])
+            return self.call_before(returned_to), returned_to
         call = self.address(call_item)
         if not isinstance(call, int):  # the call was lost in a gap: where the caller resumes is unknown
-            return None
-        return call + self.instruction_size(call)
+            return None, None
+        return call, call + self.instruction_size(call)
+
+    def call_before(self, return_address):
+        """The call that ``return_address`` follows, decoded backwards (the trace does not hold it): the
+        instruction ending there that transfers control (a jump never leaves a return address after it);
+        ``return_address`` itself if none does."""
+        classify = self.expander.classifier
+        for size in _CALL_SIZES:
+            insn = classify[return_address - size]
+            if insn.size == size and insn.transfer in (Transfer.DIRECT, Transfer.INDIRECT):
+                return insn.address
+        return return_address
 
     def children(self, row):
         """``(firsts, lasts)`` of the calls ``row`` made, as sorted lists."""
@@ -132,9 +161,3 @@ class FrameMap:
 
     def is_root(self, row):
         return row < 0 or int(self.forest.parent[row]) < 0
-
-
-def function_rows(forest, entries):
-    """Rows of the calls that entered one of ``entries`` (function entry addresses)."""
-    wanted = np.array(sorted(entries), dtype=np.uint64)
-    return np.flatnonzero(np.isin(forest.entry, wanted)).tolist()

@@ -6,7 +6,7 @@ addresses it holds and at which offsets; numpy then finds the entries of those
 rows among millions and turns them into item indices.  This is how
 ``continue``/``reverse-continue`` find the nearest breakpoint hit and how
 ``find --address``/``--line`` list executions; ``find --function`` reads the
-call forest's entry column instead.
+call forest's entry column instead (named_calls.py says which entries).
 """
 
 from dataclasses import dataclass
@@ -15,15 +15,19 @@ import numpy as np
 
 from .movement import NO_MORE_HISTORY, Movement
 
+_ADDRESSES = range(2**64)  # what the forest's uint64 entry column can hold
+
 
 @dataclass(frozen=True)
 class Match:
-    """One execution: the item where it starts, its timestamp (None without timing), function entry, call depth."""
+    """One execution: the item where it starts, its timestamp (None without timing), function entry, call
+    depth, and the PLT stub a call went through (None for a direct call, or an execution that is no call)."""
 
     index: int
     tsc: int | None
     function: int | None
     depth: int
+    stub: int | None = None
 
 
 def hits(decoded, expander, addresses):
@@ -86,14 +90,21 @@ def find_addresses(history, addresses, limit=None):
 
 
 def find_calls(history, entries, limit=None):
-    """Every call of a function entered at one of ``entries``, newest first."""
+    """Every call of a function entered at one of ``entries``, newest first, each at the item of the function's
+    first instruction (after the PLT stub it was called through: where a breakpoint on the function stops)."""
     forest = history.map.forest
-    wanted = np.array(sorted(entries), dtype=np.uint64)
-    rows = np.flatnonzero(np.isin(forest.entry, wanted))[::-1][:limit]
+    wanted = np.array(sorted(entry for entry in entries if entry in _ADDRESSES), dtype=np.uint64)
+    rows = np.flatnonzero(np.isin(forest.entry, wanted))
+    indices = forest.entered(rows)
+    newest_first = np.argsort(-indices, kind="stable")[:limit]
+    rows, indices = rows[newest_first], indices[newest_first]
     decoded = history.decoded
     timestamp = decoded.timestamp if decoded.has_timestamps else lambda _index: None
-    columns = zip(forest.first[rows].tolist(), forest.entry[rows].tolist(), forest.depth[rows].tolist(), strict=True)
-    return [Match(first, timestamp(first), entry, depth) for first, entry, depth in columns]
+    calls = [forest.call(row) for row in rows.tolist()]
+    return [
+        Match(index, timestamp(index), call.address, call.depth, call.stub)
+        for index, call in zip(indices.tolist(), calls, strict=True)
+    ]
 
 
 def _match(history, index):

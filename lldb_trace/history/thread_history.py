@@ -109,7 +109,7 @@ class ThreadHistory:
         branch = self.last_branch()
         if branch == InsnClass.CALL:  # the thread stopped at the callee's first instruction, before it ran
             address = self.map.address(last)
-            outer = self.map.frames(last, address + self.map.instruction_size(address))
+            outer = self.map.frames_from(row, address, address + self.map.instruction_size(address))
             return [Frame(self.stop_pc, None), *outer]
         if branch == InsnClass.RETURN and row >= 0 and not self.map.is_root(row):
             return self.map.frames_from(int(self.map.forest.parent[row]), self.stop_pc)

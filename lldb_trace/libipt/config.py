@@ -1,6 +1,7 @@
 """``pt_config``: the trace buffer, CPU and timing parameters every decoder needs."""
 
 import ctypes
+import mmap
 from dataclasses import dataclass
 
 from .enums import CpuVendor
@@ -10,6 +11,9 @@ from .structs import pt_config, pt_cpu, pt_errata
 
 # pt_errata bit positions, in intel-pt.h order.
 ERRATA_NAMES = ("bdm70", "bdm64", "skd007", "skd022", "skd010", "skl014", "apl12", "apl11", "skl168", "skz84")
+
+# The PSB payload pattern as an aligned 64-bit word sees it, in either phase.
+_PSB_WORDS = (bytes.fromhex("0282") * 4, bytes.fromhex("8202") * 4)
 
 # pt_conf_flags bits (variant word 0).
 BLOCK_END_ON_CALL = 1 << 0
@@ -71,11 +75,12 @@ class Config:
     must outlive them; every decoder holds a reference to its Config.
     ``trace`` is read-only bytes (copied) or a writable buffer such as a
     bytearray or a copy-on-write mapped file (used in place: an encoder writes
-    into it; a gigabyte trace file is not read into memory).
+    into it; a gigabyte trace file is not read into memory).  A buffer whose
+    end libipt would read past is copied (see :func:`_overread_faults`).
     """
 
     def __init__(self, trace, cpu=None, *, flags=0):
-        if memoryview(trace).readonly:
+        if memoryview(trace).readonly or _overread_faults(trace):
             trace = bytearray(trace)
         size = len(trace)
         if size:
@@ -106,3 +111,27 @@ class Config:
     @property
     def errata(self):
         return self.c.errata.bits
+
+
+def _overread_faults(trace):
+    """Whether libipt 2.0.5 would read an unmapped byte just past ``trace`` (a writable buffer).
+
+    Its PSB search (pt_sync.c) checks an aligned 64-bit word for the PSB
+    payload pattern, then reads on from the byte after that word: when the
+    word is the buffer's last, that is the byte at ``end`` (fixed upstream in
+    libipt 037a46c0, after 2.0.5).  Reading it faults only when ``end`` starts
+    a page that is not mapped, which the buffer's owner rules out when its
+    memory runs on past ``end`` (a bytearray always holds a NUL after its bytes).
+    """
+    view = memoryview(trace)
+    if view.nbytes < 8 or bytes(view[-8:]) not in _PSB_WORDS:
+        return False
+    end = ctypes.addressof(ctypes.c_char.from_buffer(view, view.nbytes - 1)) + 1
+    if end % mmap.PAGESIZE:
+        return False  # the byte after lies on the last byte's page
+    owner = view.obj
+    if isinstance(owner, bytearray):
+        return False
+    whole = memoryview(owner)
+    owner_end = ctypes.addressof(ctypes.c_char.from_buffer(whole, whole.nbytes - 1)) + 1
+    return end >= owner_end

@@ -77,7 +77,7 @@ class IntelPtInfo:
 
 
 def unpack_auxtrace_info(data, header):
-    """``(type, priv words)`` of the AUXTRACE_INFO record at ``header``."""
+    """``(type, priv words)`` of the AUXTRACE_INFO record at ``header`` (at least AUXTRACE_INFO.size bytes)."""
     _, _, _, kind, _ = AUXTRACE_INFO.unpack_from(data, header.offset)
     count = (header.size - AUXTRACE_INFO.size) // 8
     return kind, struct.unpack_from(f"<{count}Q", data, header.offset + AUXTRACE_INFO.size)
@@ -85,7 +85,10 @@ def unpack_auxtrace_info(data, header):
 
 @dataclass(frozen=True)
 class AuxtraceBuffer:
-    """One AUXTRACE record's bytes: ``size`` bytes at ``file_offset`` in the file, ``offset`` in its AUX stream."""
+    """One AUXTRACE record's bytes: ``size`` bytes at ``file_offset`` in the file, ``offset`` in its AUX stream.
+
+    ``record_offset`` is where the record itself starts in the file, for messages about it.
+    """
 
     file_offset: int
     size: int
@@ -94,6 +97,7 @@ class AuxtraceBuffer:
     idx: int
     tid: int | None
     cpu: int | None
+    record_offset: int = 0
 
     @property
     def end(self):
@@ -112,6 +116,7 @@ def unpack_auxtrace(data, header):
         idx=idx,
         tid=None if tid == NO_CPU else tid,
         cpu=None if cpu == NO_CPU else cpu,
+        record_offset=header.offset,
     )
 
 

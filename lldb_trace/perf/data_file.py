@@ -71,6 +71,9 @@ class Feature(IntEnum):
     HYBRID_TOPOLOGY = 30
     PMU_CAPS = 31
     CPU_DOMAIN_INFO = 32
+    # lldb_trace's own: how the threads stopped (perf_data/stop_section.py).  The last bit, far from perf's
+    # own: perf reads the section table of every bit set but only the sections of the features it knows.
+    LLDB_TRACE_STOPS = 255
 
 
 class Section(NamedTuple):

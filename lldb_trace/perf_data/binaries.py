@@ -59,7 +59,7 @@ def _elf(path):
     try:
         if not path.is_file():
             return None
-        elf = ElfInfo(path)
+        elf = ElfInfo.read(path)
     except (OSError, NotAnElfError):
         return None
     return elf if elf.segments else None

@@ -10,16 +10,22 @@
   file offset (``pgoff``) and the ELF's segment there; the binary is searched
   for as binaries.py says.  One that is not found is a MissingModule: its
   code is a gap in the decode, named by ``trace dump``.
+- How threads stopped: lldb_trace's own section (stop_section.py) when the
+  file has one; else a thread a PERF_RECORD_EXIT says ended has exited; else
+  nothing is known (a thread shows "end of trace").
 """
 
 from dataclasses import replace
 from pathlib import Path
 
-from ..bundle.model import Bundle, ClockInfo, CpuInfo, CpuTrace, MissingModule, Module, Process, Thread, TscConversion
+from ..bundle.model import Bundle, CpuInfo, CpuTrace, MissingModule, Module, Process, Thread, ThreadStop
+from ..perf.data_file import Feature
 from ..perf.records import pack_switch_record
 from .aux_streams import join_streams
 from .binaries import BinarySearch, find_binary
+from .clocks import clock_info, tsc_conversion
 from .reader import PerfDataError, read_recording
+from .stop_section import read_stop_section
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 FORMAT = "perf.data"
@@ -33,22 +39,29 @@ def load_perf_data(path, search=None):
     search = search or BinarySearch.default()
     streams = join_streams(recording)
     per_cpu = bool(recording.intel_pt.per_cpu_mmaps)
-    tsc = _tsc_conversion(recording.intel_pt)
+    tsc = tsc_conversion(recording)
     if per_cpu and tsc is None:
         raise PerfDataError(
             f"{recording.path}: a per-cpu Intel PT recording without TSC conversion (the kernel gave no "
             "time_zero): its cpus' traces cannot be split among threads; record with --per-thread"
         )
     if not any(len(stream) for stream in streams.values()):
-        raise PerfDataError(f"{recording.path}: its Intel PT event recorded no trace data (no AUXTRACE bytes)")
+        announced = sum(notice.size for notice in recording.aux)
+        damaged = f" although its AUX records announce {announced} bytes: the file is damaged" if announced else ""
+        raise PerfDataError(f"{recording.path}: its Intel PT event recorded no trace data (no AUXTRACE bytes){damaged}")
     tids = _traced_tids(recording, streams, per_cpu)
-    processes = tuple(_process(recording, pid, sorted(t), search) for pid, t in sorted(_by_process(recording, tids)))
+    mappings = {}
+    for _, mapping in recording.mmaps:
+        mappings.setdefault(mapping.pid, []).append(mapping)
+    found = sorted(_by_process(recording, tids))
+    stops = _stops(recording)
+    processes = tuple(_process(recording, pid, sorted(t), mappings[pid], search, stops.get(pid)) for pid, t in found)
     if not processes:
         raise PerfDataError(f"{recording.path}: no traced thread belongs to a process with executable mappings")
     return Bundle(
         path=Path(recording.path),
         format=FORMAT,
-        cpu=replace(_cpu(recording.cpuid), clock=_clock(recording.intel_pt, recording.pt_config)),
+        cpu=replace(_cpu(recording.cpuid), clock=clock_info(recording)),
         processes=processes,
         cpus=tuple(_cpu_trace(recording, cpu, stream) for cpu, stream in sorted(streams.items())) if per_cpu else (),
         tsc_conversion=tsc,
@@ -57,43 +70,25 @@ def load_perf_data(path, search=None):
 
 
 def _cpu(cpuid):
-    """The CpuInfo of an x86 HEADER_CPUID (vendor,family,model,stepping); unknown when absent or not Intel."""
+    """The CpuInfo of an x86 HEADER_CPUID (vendor,family,model,stepping); unknown when absent, not Intel, or
+    with numbers no CPUID gives (libipt would apply the errata of some other model)."""
     parts = (cpuid or "").split(",")
     if len(parts) >= 4 and parts[0] == "GenuineIntel":
         try:
-            return CpuInfo("intel", int(parts[1]), int(parts[2]), int(parts[3]))
+            family, model, stepping = (int(part) for part in parts[1:4])
         except ValueError:
-            pass
+            family = model = stepping = -1
+        if 0 <= family <= 0xFFFF and 0 <= model <= 0xFF and 0 <= stepping <= 0xFF:
+            return CpuInfo("intel", family, model, stepping)
     return CpuInfo("unknown", 0, 0, 0)
-
-
-def _clock(info, config):
-    """What the event's MTC and CYC packets mean (AUXTRACE_INFO's masks and ratios), or None without them."""
-    mtc, cyc = bool(config & info.mtc_bit), bool(config & info.cyc_bit)
-    if not (mtc or cyc):
-        return None
-    mask = info.mtc_freq_bits
-    period = (config & mask) >> ((mask & -mask).bit_length() - 1) if mtc and mask else None
-    ratio = (info.tsc_ctc_ratio_n, info.tsc_ctc_ratio_d)
-    return ClockInfo(
-        mtc_period=period,
-        tsc_ctc_ratio=ratio if all(ratio) else None,
-        nominal_ratio=info.max_nonturbo_ratio or None,
-        cycle_accurate=cyc,
-    )
-
-
-def _tsc_conversion(info):
-    if not info.cap_user_time_zero:
-        return None
-    return TscConversion(time_mult=info.time_mult, time_shift=info.time_shift, time_zero=info.time_zero)
 
 
 def _traced_tids(recording, streams, per_cpu):
     if not per_cpu:
-        return {tid for tid, stream in streams.items() if len(stream)}
-    ran = {s.tid for switches in recording.switches.values() for s in switches} - {0}
-    return ran | {tid for tid, pid in recording.pids.items() if pid in {recording.pids.get(t) for t in ran}}
+        return set(streams)  # every thread with trace data, or with trace data lost
+    ran = {s.tid for switches in recording.switches.values() for s in switches} - {0, 0xFFFFFFFF}
+    processes = {recording.pids.get(tid) for tid in ran}
+    return ran | {tid for tid, pid in recording.pids.items() if pid in processes}
 
 
 def _by_process(recording, tids):
@@ -102,7 +97,7 @@ def _by_process(recording, tids):
     found = {}
     for tid in tids:
         pid = recording.pids.get(tid, tid)
-        if pid in mapped and pid not in (0, 0xFFFFFFFF):
+        if pid in mapped:
             found.setdefault(pid, set()).add(tid)
     for tid, pid in recording.pids.items():  # threads that never ran traced still belong to the process
         if pid in found:
@@ -110,10 +105,30 @@ def _by_process(recording, tids):
     return found.items()
 
 
-def _process(recording, pid, tids, search):
+def _stops(recording):
+    """``{pid: ProcessStops}`` from lldb_trace's section of the file; {} when it has none (perf record's files)."""
+    section = recording.features.get(Feature.LLDB_TRACE_STOPS)
+    if section is None:
+        return {}
+    return read_stop_section(section, lambda reason: _fail(recording, reason))
+
+
+def _fail(recording, reason):
+    raise PerfDataError(f"{recording.path}: {reason}")
+
+
+def _thread(recording, tid, said):
+    """The Thread ``tid``: stopped as lldb_trace's section says, else exited if a PERF_RECORD_EXIT says so."""
+    stop = said.stops.get(tid) if said else None
+    if stop is None and tid in recording.exits:
+        stop = ThreadStop.exit()  # perf records that a task ended, not its status
+    return Thread(tid, None, stop)
+
+
+def _process(recording, pid, tids, mappings, search, said=None):
     modules, missing, seen = [], [], set()
-    for _, mapping in recording.mmaps:
-        if mapping.pid != pid or mapping.filename in seen or mapping.filename.startswith(_NO_CODE):
+    for mapping in mappings:
+        if mapping.filename in seen or mapping.filename.startswith(_NO_CODE):
             continue
         seen.add(mapping.filename)
         build_id = mapping.build_id or recording.build_ids.get(mapping.filename)
@@ -128,9 +143,10 @@ def _process(recording, pid, tids, search):
                 missing.append(MissingModule(mapping.filename, build_id, mapping.addr, end))
             continue
         modules.append(module)
-    threads = tuple(Thread(tid, None) for tid in tids)
+    threads = tuple(_thread(recording, tid, said) for tid in tids)
     name = recording.comms.get(pid)
-    return Process(pid, TRIPLE, threads, tuple(modules), tuple(missing), name)
+    children = said.untraced_children if said else ()
+    return Process(pid, TRIPLE, threads, tuple(modules), tuple(missing), name, children)
 
 
 def _load_address(elf, mapping):

@@ -16,6 +16,7 @@ from ..errors import LldbTraceError
 from ..perf import attr as perf_attr
 from ..perf.auxtrace import (
     AUXTRACE,
+    AUXTRACE_INFO,
     AUXTRACE_NAMES,
     PERF_AUXTRACE_INTEL_PT,
     PERF_RECORD_AUXTRACE,
@@ -38,29 +39,15 @@ from ..perf.data_file import (
     unpack_build_ids,
     unpack_string,
 )
-from ..perf.records import PERF_RECORD_SWITCH_CPU_WIDE, RecordHeader, SwitchCpuWide
-from ..perf.sideband import (
-    AUX,
-    FORK_EXIT,
-    PERF_RECORD_AUX,
-    PERF_RECORD_COMM,
-    PERF_RECORD_FORK,
-    PERF_RECORD_ITRACE_START,
-    PERF_RECORD_MMAP,
-    PERF_RECORD_MMAP2,
-    PERF_RECORD_SAMPLE,
-    TASK_IDS,
-    SampleIdLayout,
-    read_name,
-    unpack_mmap,
-)
+from ..perf.records import RecordHeader
+from ..perf.sideband import PERF_RECORD_SAMPLE, SampleIdLayout
+from .sideband_records import SidebandReader
 
 _HEADER = struct.Struct("<IHH")
 _ATTR_MIN = perf_attr.PERF_ATTR_SIZE_VER0
 _ATTR_FULL = perf_attr.PERF_ATTR_SIZE_VER8  # shorter attrs (older perf) read zero-extended, longer ones cut
 _COMPRESSED = (81, 83)  # PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2
-_SWITCH_OUT = 1 << 13
-_SWITCH_PREEMPT = 1 << 14
+_FEATURE_BITS = frozenset(int(feature) for feature in Feature)  # bit 0 is reserved
 _EVENT_NAMES = {(0, 0): "cycles", (0, 1): "instructions", (1, 0): "cpu-clock", (1, 1): "task-clock"}
 
 
@@ -87,15 +74,18 @@ class Recording:
     data: object
     intel_pt: IntelPtInfo
     pt_config: int = 0  # the intel_pt event's attr.config: which packets it asked for
+    info_offset: int = 0  # where its AUXTRACE_INFO record is, for messages about its words
     cpuid: str | None = None
     build_ids: dict = field(default_factory=dict)  # file name -> hex build-id
     comms: dict = field(default_factory=dict)  # tid -> command name
     pids: dict = field(default_factory=dict)  # tid -> pid
     mmaps: list = field(default_factory=list)  # (time or None, sideband.Mmap), executable only
     buffers: list = field(default_factory=list)  # perf.auxtrace.AuxtraceBuffer, in file order
-    aux: list = field(default_factory=list)  # (cpu or None, tid or None, aux_offset, aux_size, flags)
+    aux: list = field(default_factory=list)  # sideband_records.AuxNotice, in file order
     switches: dict = field(default_factory=dict)  # cpu -> [SwitchCpuWide] in file order
     lost_records: int = 0
+    exits: set = field(default_factory=set)  # tids of the tasks a PERF_RECORD_EXIT says ended
+    features: dict = field(default_factory=dict)  # Feature -> the bytes of its section
 
 
 def read_recording(path):
@@ -127,6 +117,7 @@ class _Reader:
         self._check_data(header)
         features = self._features(header)
         recording = self._records(header.data, events)
+        recording.features = features
         cpuid = features.get(Feature.CPUID)
         if cpuid is not None:
             recording.cpuid = self._feature_string(cpuid, "HEADER_CPUID")
@@ -164,7 +155,7 @@ class _Reader:
                 f"its header is {header.size} bytes, not {FILE_HEADER_SIZE}: a perf.data format newer than "
                 "lldb_trace reads"
             )
-        unknown = sorted(bit for bit in header.features if bit == 0 or bit > max(Feature))
+        unknown = sorted(header.features - _FEATURE_BITS)
         if unknown:
             self.fail(
                 f"its header sets feature bit {unknown[0]}, unknown to lldb_trace (a perf newer than Linux 6.18?): "
@@ -239,7 +230,7 @@ class _Reader:
             if kind == PERF_RECORD_HEADER_ATTR:
                 self.fail("a pipe-mode stream saved to a file: convert it with 'perf inject -i FILE -o FILE.data'")
             if kind == PERF_RECORD_AUXTRACE_INFO:
-                found = self._auxtrace_info(offset, misc, size, events, found)
+                found = found or self._auxtrace_info(offset, misc, size, events)
             elif kind == PERF_RECORD_AUXTRACE:
                 if size < AUXTRACE.size:
                     self.fail(f"the AUXTRACE record at byte {offset} is {size} bytes: the file is damaged")
@@ -258,16 +249,22 @@ class _Reader:
         if found is None:
             names = ", ".join(sorted({_event_name(e) for e in events}))
             self.fail(f"it holds no Intel PT trace (its events: {names}): record one with 'perf record -e intel_pt//u'")
-        config = next(event.config for event in events if event.type == found.pmu_type)
-        recording = Recording(self.path, data, found, config)
+        info, info_offset = found
+        config = next(event.config for event in events if event.type == info.pmu_type)
+        recording = Recording(self.path, data, info, config, info_offset)
+        sideband = SidebandReader(recording, layouts, self.fail)
         for item in pending:
             if isinstance(item, tuple):
-                self._sideband(recording, layouts, *item)
+                sideband.add(*item)
             else:
                 recording.buffers.append(item)
         return recording
 
-    def _auxtrace_info(self, offset, misc, size, events, found):
+    def _auxtrace_info(self, offset, misc, size, events):
+        """``(IntelPtInfo, offset)`` of the AUXTRACE_INFO record at ``offset`` (the first one is the trace's)."""
+        if size < AUXTRACE_INFO.size:
+            self.fail(f"the AUXTRACE_INFO record at byte {offset} is {size} bytes, too short for its fields: "
+                      "the file is damaged")  # fmt: skip
         kind, words = unpack_auxtrace_info(self.data, RecordHeader(offset, PERF_RECORD_AUXTRACE_INFO, misc, size))
         if kind != PERF_AUXTRACE_INTEL_PT:
             what = AUXTRACE_NAMES.get(kind, f"AUX trace type {kind}")
@@ -277,61 +274,7 @@ class _Reader:
         info = IntelPtInfo.unpack(words)
         if not any(event.type == info.pmu_type for event in events):
             self.fail(f"its AUXTRACE_INFO names PMU type {info.pmu_type}, which none of its events has: it is damaged")
-        return found or info
-
-    def _sideband(self, recording, layouts, kind, misc, offset, size):
-        header = RecordHeader(offset, kind, misc, size)
-        data = self.data
-        layout = layouts(data, header)
-        sample = layout.unpack(data, offset + size) if layout else None
-        id_size = layout.size if layout else 0
-        body = offset + _HEADER.size
-        try:
-            if kind == PERF_RECORD_COMM:
-                pid, tid = TASK_IDS.unpack_from(data, body)
-                recording.comms[tid] = read_name(data, body + TASK_IDS.size, offset + size - id_size)
-                recording.pids[tid] = pid
-            elif kind == PERF_RECORD_FORK:
-                pid, _ppid, tid, _ptid, _time = FORK_EXIT.unpack_from(data, body)
-                recording.pids[tid] = pid
-            elif kind == PERF_RECORD_ITRACE_START:
-                pid, tid = TASK_IDS.unpack_from(data, body)
-                recording.pids[tid] = pid
-            elif kind in (PERF_RECORD_MMAP, PERF_RECORD_MMAP2):
-                mapping = unpack_mmap(data, header, id_size)
-                if mapping.executable:
-                    recording.mmaps.append((sample.time if sample else None, mapping))
-            elif kind == PERF_RECORD_AUX:
-                aux_offset, aux_size, flags = AUX.unpack_from(data, body)
-                cpu, tid = (sample.cpu, sample.tid) if sample else (None, None)
-                recording.aux.append((cpu, tid, aux_offset, aux_size, flags))
-            elif kind == PERF_RECORD_SWITCH_CPU_WIDE:
-                self._switch(recording, data, body, misc, sample, offset)
-            elif kind in (2, 13):  # PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES
-                recording.lost_records += 1
-        except struct.error:
-            self.fail(f"the record at byte {offset} (type {kind}) is too short for its fields: the file is damaged")
-        except ValueError as error:
-            self.fail(f"the record at byte {offset}: {error}: the file is damaged")
-
-    def _switch(self, recording, data, body, misc, sample, offset):
-        if sample is None or sample.cpu is None or sample.time is None or sample.tid is None:
-            self.fail(
-                f"the context switch record at byte {offset} has no cpu, time or tid (its event's sample_type "
-                "lacks PERF_SAMPLE_CPU, TIME or TID): its cpu's trace cannot be split among threads"
-            )
-        next_pid, next_tid = TASK_IDS.unpack_from(data, body)
-        switch = SwitchCpuWide(
-            bool(misc & _SWITCH_OUT),
-            bool(misc & _SWITCH_PREEMPT),
-            sample.pid,
-            sample.tid,
-            next_pid,
-            next_tid,
-            sample.time,
-        )
-        recording.switches.setdefault(sample.cpu, []).append(switch)
-        recording.pids.setdefault(sample.tid, sample.pid)
+        return info, offset
 
 
 def _layouts(events, fail):

@@ -8,7 +8,10 @@ AUXTRACE records: one buffer per thread (``--per-thread``), or one per cpu
 with the cpu-wide context switch records that split it among threads.  The
 features name the CPU (HEADER_CPUID), the modules' build-ids and the
 architecture.  Every sideband record is at perf time 0, before the first
-instruction, so a decoder knows every mapping from the start.
+instruction, so a decoder knows every mapping from the start; a thread that
+exited gets a PERF_RECORD_EXIT after its trace.  How each thread stopped (a
+signal's details, an exit status) and the children that ran untraced go in
+lldb_trace's own feature section (stop_section.py), which perf skips.
 
 A module is recorded under its system path when that file is the one that
 ran (same build-id), else under the file lldb_trace read it from (a bundle's
@@ -36,10 +39,12 @@ from ..perf.data_file import (
 )
 from ..perf.records import pack_switch_record
 from ..perf.sideband import (
+    FORK_EXIT,
     PERF_AUX_FLAG_OVERWRITE,
     PERF_AUX_FLAG_TRUNCATED,
     PERF_RECORD_AUX,
     PERF_RECORD_COMM,
+    PERF_RECORD_EXIT,
     PERF_RECORD_ITRACE_START,
     PERF_SAMPLE_CPU,
     PERF_SAMPLE_IDENTIFIER,
@@ -51,6 +56,7 @@ from ..perf.sideband import (
     pack_mmap2,
     pack_record,
 )
+from .stop_section import pack_stop_section
 
 INTEL_PT_PMU_TYPE = 8  # the intel_pt PMU's type where the machine has none to ask (a dynamic PMU number)
 CONFIG_PT = 1 << 0  # intel_pt format bits: pt, tsc, branch
@@ -65,6 +71,7 @@ TRACE_ID = 1  # the ids of the trace's event and of the sideband's
 SIDEBAND_ID = 2
 _ID_LAYOUT = SampleIdLayout(SAMPLE_TYPE)
 _PAGE = 0x1000
+_PSB = b"\x02\x82" * 8
 ATTR_SIZE = perf_attr.PERF_ATTR_SIZE_VER5  # the first size with AUX fields: every perf since Linux 4.1 reads it
 
 
@@ -122,6 +129,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
             if pieces is not None:
                 pieces = [(offset, data, PERF_AUX_FLAG_OVERWRITE) for offset, data in pieces]
             records += _aux_buffers(idx, thread.tid, None, pieces or _pieces(thread.trace, thread.breaks))
+    records += _exits(process, tsc_conversion)
     records += pack_finished_round()
     config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0) | _clock_config(cpu.clock)
     features = {
@@ -134,6 +142,9 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
         Feature.NRCPUS: struct.pack("<II", max(len(cpu_streams), 1), max(len(cpu_streams), 1)),
         Feature.CPUID: pack_string(_cpuid(cpu)),
     }
+    stops = pack_stop_section(process)
+    if stops is not None:  # how the threads stopped: a signal's siginfo or an exit status has no perf record
+        features[Feature.LLDB_TRACE_STOPS] = stops
     events = ((_trace_attr(pmu_type, config), TRACE_ID), (_sideband_attr(), SIDEBAND_ID))
     return _file(events, bytes(records), features)
 
@@ -229,6 +240,39 @@ def _switch(switch, cpu):
 
 def _switch_fields(switch):
     return switch.pid, switch.tid, switch.next_prev_pid, switch.next_prev_tid, switch.time_ns
+
+
+def _exits(process, tsc_conversion):
+    """A PERF_RECORD_EXIT per thread that exited, after its trace, as the kernel writes one when a task ends.
+
+    Its time is the trace's last TSC (0 without one): perf orders it after the thread's instructions.
+    """
+    out = bytearray()
+    for thread in process.threads:
+        if thread.stop is None or not thread.stop.exited:
+            continue
+        tsc = _last_tsc(thread.trace) if thread.trace and tsc_conversion else None
+        time = tsc_conversion.to_ns(tsc) if tsc is not None else 0
+        body = FORK_EXIT.pack(process.pid, process.pid, thread.tid, thread.tid, time)
+        out += pack_record(
+            PERF_RECORD_EXIT, body + _ID_LAYOUT.pack(SampleId(process.pid, thread.tid, time, SIDEBAND_ID, 0))
+        )
+    return bytes(out)
+
+
+def _last_tsc(trace):
+    """The last TSC value of ``trace``: one is in every PSB+ of a timed trace, so the last PSB on holds it."""
+    data = bytes(trace)
+    last = None
+    try:
+        with libipt.PacketDecoder(libipt.Config(data[max(data.rfind(_PSB), 0) :])) as decoder:
+            decoder.sync_forward()
+            for packet in decoder:
+                if type(packet).__name__ == "Tsc":
+                    last = packet.tsc
+    except libipt.LibiptError:
+        pass  # the end of the trace, or a damaged tail: the TSCs read so far
+    return last
 
 
 def _pieces(trace, breaks):

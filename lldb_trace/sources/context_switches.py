@@ -71,6 +71,8 @@ def perf_time_to_tsc(conversion, ns):
     """
     if conversion.time_mult <= 0:
         raise ContextSwitchTraceError(f"tscPerfZeroConversion.timeMult is {conversion.time_mult}: it must be positive")
+    if not 0 <= conversion.time_shift < 64:
+        raise ContextSwitchTraceError(f"tscPerfZeroConversion.timeShift is {conversion.time_shift}: it must be 0 to 63")
     elapsed = (ns - conversion.time_zero) & U64_MAX
     quotient, remainder = divmod(elapsed, conversion.time_mult)
     shift = conversion.time_shift

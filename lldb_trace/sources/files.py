@@ -1,10 +1,7 @@
 """Sources of a bundle's traces on disk: a file per thread, or per-cpu files split among the threads."""
 
-import mmap
-import os
-from dataclasses import replace
-
 from . import per_cpu
+from .mapped_file import map_file
 
 
 class FileSource:
@@ -19,7 +16,8 @@ class FileSource:
     def trace_bytes(self, tid):
         """The trace file mapped, not read: decoding its end touches only the pages of its end."""
         if tid not in self._mapped:
-            self._mapped[tid] = _mapped(self._threads[tid].trace)
+            path = self._threads[tid].trace
+            self._mapped[tid] = map_file(path) if path is not None else None
         return self._mapped[tid]
 
     def generation(self, _tid):
@@ -39,15 +37,6 @@ class FileSource:
         return None  # the bundle says how its threads stopped
 
 
-def _mapped(path):
-    """``path``'s bytes as a private (copy-on-write) mapping: writable, so libipt can use it in place."""
-    if path is None:
-        return None
-    with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        return mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY) if size else b""
-
-
 class PerCpuSource:
     """Each core's trace cut at its context switches and joined per thread (split once, when opened).
 
@@ -57,32 +46,20 @@ class PerCpuSource:
     name = "per-cpu files"
 
     def __init__(self, bundle, tids):
-        self._streams = per_cpu.thread_streams(bundle, tids)
-        self._cpu_breaks = {cpu.cpu_id: cpu.breaks for cpu in bundle.cpus if cpu.breaks}
+        split = per_cpu.split_bundle(bundle, tids)
+        self._streams, self._breaks = split.threads, split.breaks
 
     def trace_bytes(self, tid):
+        """The thread's share of the cpus' traces; empty bytes when it has none but lost some (a gap says so)."""
         stream = self._streams.get(tid)
-        return bytes(stream) if stream is not None and stream.data else None
+        return bytes(stream) if stream is not None and (stream.data or self.breaks(tid)) else None
 
     def generation(self, _tid):
         return 0
 
     def breaks(self, tid):
-        """Where a cpu's trace was lost (a perf.data's), placed in the thread's stream."""
-        stream = self._streams.get(tid)
-        if stream is None or not self._cpu_breaks:
-            return ()
-        found = {}
-        for piece in stream.pieces:
-            for lost in self._cpu_breaks.get(piece.cpu, ()):
-                if piece.cpu_offset <= lost.offset < piece.cpu_offset + piece.size:
-                    at = (
-                        piece.start
-                        if lost.offset == piece.cpu_offset
-                        else piece.offset + lost.offset - piece.cpu_offset
-                    )
-                    found.setdefault(at, replace(lost, offset=at))
-        return tuple(found[at] for at in sorted(found) if at > 0)
+        """Where a cpu's trace was lost (a perf.data's), placed in the thread's stream (per_cpu.thread_breaks)."""
+        return self._breaks.get(tid, ())
 
     def describe(self, tid):
         stream = self._streams.get(tid)
@@ -95,7 +72,8 @@ class PerCpuSource:
                 "cpus": sorted({piece.cpu for piece in stream.pieces}),
                 "executions": len(stream.executions),
                 "droppedBytes": stream.dropped,
-            }
+            },
+            "dataLost": [{"offset": b.offset, "reason": b.reason} for b in self.breaks(tid)],
         }
 
     def memory_modules(self):
@@ -115,8 +93,9 @@ class AuxStreamSource:
         self._streams = streams  # tid -> AuxStream
 
     def trace_bytes(self, tid):
+        """The thread's joined buffers; empty bytes when all were lost (its breaks say so, as a gap)."""
         stream = self._streams.get(tid)
-        return stream.data if stream is not None and len(stream) else None
+        return stream.data if stream is not None and (len(stream) or stream.breaks) else None
 
     def generation(self, _tid):
         return 0

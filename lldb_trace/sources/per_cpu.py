@@ -44,12 +44,13 @@ located in it without finer timing (MTC/CYC), which the bundle does not
 describe.
 """
 
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, replace
 
 from ..decode.decoder_cpu import decoder_cpu
 from ..errors import LldbTraceError
-from .context_switches import parse_context_switches, read_context_switches
-from .cpu_trace_segments import SYNC_KINDS, scan_segments, timed_segments
+from .context_switches import U64_MAX, parse_context_switches, read_context_switches
+from .cpu_trace_segments import HEAD, SYNC_KINDS, scan_segments, timed_segments
 from .thread_stream import SegmentRun, join_thread_stream
 
 
@@ -86,10 +87,26 @@ class CpuSplit:
 
 @dataclass(frozen=True)
 class PerCpuSplit:
-    """The result of :func:`split_bundle`: a stream per thread, and a summary per cpu."""
+    """The result of :func:`split_bundle`: a stream per thread, and a summary per cpu.
+
+    ``breaks`` are, per thread, where its stream does not continue because its cpu's trace was lost there
+    (a perf.data's breaks, see :func:`thread_breaks`), with offsets in the thread's stream.
+    """
 
     threads: dict  # tid -> ThreadStream
     cpus: tuple[CpuSplit, ...]
+    breaks: dict  # tid -> tuple of breaks (perf_data.aux_streams.Break), in stream order
+
+
+@dataclass(frozen=True)
+class CpuLoss:
+    """A break in a cpu's trace (``lost``, at ``lost.offset`` of the cpu's stream) and when it happened: after
+    the data timed ``since`` and before the data timed ``until`` (0 and 2**64-1 where no data says)."""
+
+    cpu: int
+    lost: object
+    since: int
+    until: int
 
 
 def _all_tids(bundle):
@@ -117,7 +134,7 @@ def split_bundle(bundle, tids=None):
     runs = {tid: [] for tid in wanted}
     executions = {tid: [] for tid in wanted}
     lost_by_tid = dict.fromkeys(wanted, 0)
-    cpu_splits = []
+    cpu_splits, losses = [], []
     for cpu_trace in sorted(bundle.cpus, key=lambda c: c.cpu_id):
         if cpu_trace.switch_data is not None:
             source = f"{cpu_trace.context_switches} (context switch records)"
@@ -127,12 +144,18 @@ def split_bundle(bundle, tids=None):
         data = cpu_trace.read_trace()
         boundaries = sorted({t for e in switches.executions for t in (e.start_tsc, e.end_tsc)})
         segments = timed_segments(scan_segments(data, cpu, boundaries))
+        if data and all(s.kind == HEAD for s in segments):
+            raise PerCpuTraceError(
+                f"{cpu_trace.trace}: cpu {cpu_trace.cpu_id}'s trace holds no PSB packet, where decoding starts, in "
+                f"its {len(data)} bytes: none of it can be decoded; is it the raw Intel PT trace?"
+            )
         if data and all(s.tsc is None for s in segments):
             raise PerCpuTraceError(
                 f"{cpu_trace.trace}: cpu {cpu_trace.cpu_id}'s trace has no TSC packets: a per-cpu trace can only be "
                 "split among threads with timestamps (trace with TSC enabled)"
             )
         attribute(segments, switches.executions)
+        losses += cpu_losses(cpu_trace.cpu_id, segments, cpu_trace.breaks)
         owned = {}
         for segment in segments:
             if segment.owner is not None and segment.owner.tid in wanted:
@@ -164,7 +187,60 @@ def split_bundle(bundle, tids=None):
             )
         )
     threads = {tid: join_thread_stream(tid, runs[tid], executions[tid], lost_by_tid[tid]) for tid in sorted(wanted)}
-    return PerCpuSplit(threads=threads, cpus=tuple(cpu_splits))
+    breaks = {tid: thread_breaks(stream, losses) for tid, stream in threads.items()}
+    return PerCpuSplit(threads=threads, cpus=tuple(cpu_splits), breaks=breaks)
+
+
+def cpu_losses(cpu, segments, breaks):
+    """The CpuLoss of each break of one cpu's stream, timed by the segments around it."""
+    offsets = [segment.offset for segment in segments]
+    losses = []
+    for lost in breaks:
+        k = bisect_left(offsets, lost.offset)
+        since = segments[k - 1].tsc if k and segments[k - 1].tsc is not None else 0
+        until = segments[k].tsc if k < len(segments) and segments[k].tsc is not None else U64_MAX
+        losses.append(CpuLoss(cpu, lost, since, until))
+    return losses
+
+
+def thread_breaks(stream, losses):
+    """Where a thread's stream breaks because a cpu lost trace data that was, or may have been, its own.
+
+    A loss inside one of its pieces breaks the stream there.  Otherwise each of its executions on that cpu
+    that overlaps the loss in time breaks the stream where the pieces after that execution's start (and
+    after the loss's) begin, or at its end: the thread's history misses what it ran there.
+    """
+    pieces = {}
+    for piece in sorted(stream.pieces, key=lambda p: p.cpu_offset):
+        pieces.setdefault(piece.cpu, []).append(piece)
+    offsets = {cpu: [piece.cpu_offset for piece in found] for cpu, found in pieces.items()}
+    ran = {}
+    for execution in sorted(stream.executions, key=lambda e: e.start_tsc):
+        ran.setdefault(execution.cpu, []).append(execution)
+    starts = {cpu: [e.start_tsc for e in found] for cpu, found in ran.items()}
+    times = [piece.tsc for piece in stream.pieces]
+    found = {}
+    for loss in losses:
+        at = _inside(pieces.get(loss.cpu, ()), offsets.get(loss.cpu, ()), loss.lost.offset)
+        places = [at] if at is not None else []
+        k = bisect_left(starts.get(loss.cpu, ()), loss.until) - 1
+        while at is None and k >= 0 and ran[loss.cpu][k].end_tsc > loss.since:  # its executions during the loss
+            after = bisect_right(times, max(ran[loss.cpu][k].start_tsc, loss.since))
+            places.append(stream.pieces[after].start if after < len(stream.pieces) else len(stream.data))
+            k -= 1
+        for place in places:
+            found.setdefault(place, replace(loss.lost, offset=place))
+    return tuple(found[at] for at in sorted(found))
+
+
+def _inside(pieces, offsets, offset):
+    """Where cpu stream byte ``offset`` is in the thread's stream, when one of ``pieces`` (sorted by their
+    ``offsets`` in the cpu's stream) holds it; else None."""
+    k = bisect_right(offsets, offset) - 1
+    if k < 0 or offset >= pieces[k].cpu_offset + pieces[k].size:
+        return None
+    piece = pieces[k]
+    return piece.start if offset == piece.cpu_offset else piece.offset + offset - piece.cpu_offset
 
 
 def thread_streams(bundle, tids=None):

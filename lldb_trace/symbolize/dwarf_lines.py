@@ -12,7 +12,7 @@ starts are where GDB's stepping stops.
 import os
 from bisect import bisect_right
 
-from elftools.elf.elffile import ELFFile
+from ..elf_info import UNREADABLE_ELF, checked_elf
 
 
 class _Sequence:
@@ -34,7 +34,7 @@ class LineTable:
 
     def __init__(self, path):
         with open(path, "rb") as f:  # the DWARF sections are copied into memory: the file can close
-            self._dwarf = ELFFile(f).get_dwarf_info()
+            self._dwarf = checked_elf(f).get_dwarf_info()
         self._aranges = self._dwarf.get_aranges()
         self._units = {}  # compile unit offset -> its sequences, sorted by start
         self._everything = None
@@ -46,7 +46,7 @@ class LineTable:
     def line_starts(self, file, line):
         """Addresses where ``line`` of ``file`` (a path, or a file name) begins: rows whose previous row differs."""
         if self._everything is None:
-            self._everything = _Sequences([s for unit in self._dwarf.iter_CUs() for s in _sequences(self._dwarf, unit)])
+            self._everything = self._read(self._dwarf.iter_CUs)
         found = []
         for sequence in self._everything.sequences:
             previous = None
@@ -76,11 +76,18 @@ class LineTable:
             if offset is None:
                 return None
             if offset not in self._units:
-                self._units[offset] = _Sequences(_sequences(self._dwarf, self._dwarf.get_CU_at(offset)))
+                self._units[offset] = self._read(lambda: [self._dwarf.get_CU_at(offset)])
             return self._units[offset].find(address)
         if self._everything is None:
-            self._everything = _Sequences([s for unit in self._dwarf.iter_CUs() for s in _sequences(self._dwarf, unit)])
+            self._everything = self._read(self._dwarf.iter_CUs)
         return self._everything.find(address)
+
+    def _read(self, units):
+        """The _Sequences of the compile units ``units()`` gives; none of them when their DWARF is damaged."""
+        try:
+            return _Sequences([s for unit in units() for s in _sequences(self._dwarf, unit)])
+        except UNREADABLE_ELF:
+            return _Sequences([])
 
 
 class _Sequences:
@@ -155,4 +162,7 @@ def _text(attribute):
 
 
 def _decoded(value):
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+    """A DWARF string as text: "" where a damaged file has no string (None, a number)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return value if isinstance(value, str) else ""

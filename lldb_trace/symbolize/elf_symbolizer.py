@@ -7,9 +7,10 @@ AT&T or Intel syntax.
 """
 
 import os
+import weakref
 from bisect import bisect_right
 
-from ..elf_info import ElfInfo, NotAnElfError
+from ..elf_info import UNREADABLE_ELF, ElfInfo
 from .elf_symbols import ModuleSymbols
 from .location import Location
 from .symbolizer import Symbolizer
@@ -41,10 +42,16 @@ class ElfSymbolizer(Symbolizer):
             mnemonic,
             operands,
             stub=bool(function and function[1]),
+            resolver=bool(function and function[2]),
         )
 
     def function_entries(self, name):
         return sorted(start + bias for symbols, bias in self._all_symbols() for start in symbols.entries_named(name))
+
+    def ifunc_entries(self, name):
+        return sorted(
+            start + bias for symbols, bias in self._all_symbols() for start in symbols.entries_named(name, True)
+        )
 
     def line_starts(self, file, line):
         return sorted(
@@ -79,10 +86,22 @@ class ElfSymbolizer(Symbolizer):
         key = module.load_address
         if key not in self._symbols:
             try:
-                elf = ElfInfo(module.path)
-            except (NotAnElfError, OSError):
+                elf = ElfInfo.read(module.path)
+                symbols = _symbols_of(elf)
+            except UNREADABLE_ELF:
                 self._symbols[key] = (None, 0)
             else:
-                symbols = ModuleSymbols(module.path, elf.build_id)
                 self._symbols[key] = (symbols, module.load_address - elf.first_load_vaddr)
         return self._symbols[key]
+
+
+_shared = weakref.WeakValueDictionary()  # ElfInfo -> its ModuleSymbols, while a symbolizer holds them
+
+
+def _symbols_of(elf):
+    """One ModuleSymbols per version of a module file (ElfInfo.read gives one ElfInfo each), shared by every
+    symbolizer using it: a bundle of many processes loads the same libraries many times."""
+    symbols = _shared.get(elf)
+    if symbols is None:
+        symbols = _shared[elf] = ModuleSymbols(elf.path, elf.build_id)
+    return symbols

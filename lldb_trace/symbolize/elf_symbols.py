@@ -13,13 +13,13 @@ or the end of its section).  The table is read on the first lookup
 """
 
 from bisect import bisect_right
-from functools import cached_property
+from functools import cached_property, wraps
 from pathlib import Path
 from typing import NamedTuple
 
-from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from ..elf_info import UNREADABLE_ELF, checked_elf
 from .dwarf_lines import LineTable
 
 DEBUG_ROOT = Path("/usr/lib/debug/.build-id")
@@ -37,6 +37,31 @@ def debug_file(build_id, root=DEBUG_ROOT):
     return path if path.is_file() else None
 
 
+def _or_else(default):
+    """Make a reader of the module's files answer ``default()`` when a file is damaged: names, lines or
+    unwind entries are then missing from the answers (as LLDB leaves them out), the trace still shows."""
+
+    def guard(read):
+        @wraps(read)
+        def guarded(self):
+            try:
+                return read(self)
+            except UNREADABLE_ELF:
+                return default()
+
+        return guarded
+
+    return guard
+
+
+def _no_entries():
+    return _Ranges([], [])
+
+
+def _none():
+    return None
+
+
 class ModuleSymbols:
     """Names and source lines of one module, by file address (its addresses before relocation)."""
 
@@ -44,12 +69,12 @@ class ModuleSymbols:
         self.path = str(path)
         self.debug_path = debug_file(build_id)
         with open(self.path, "rb") as f:
-            elf = ELFFile(f)
+            elf = checked_elf(f)
             self._has_symtab = _has_code_symbols(elf, ".symtab")
             self._has_lines = elf.get_section_by_name(".debug_line") is not None
 
     def function_at(self, address):
-        """``(name, is_stub)`` of what contains file address ``address``, or None."""
+        """``(name, is_stub, is_ifunc)`` of what contains file address ``address``, or None."""
         entry = self._table.find(address)
         return entry.value if entry is not None else None
 
@@ -57,22 +82,25 @@ class ModuleSymbols:
         """``(full path, line)`` of the line table row covering ``address``, or None."""
         return self._lines.find(address) if self._lines else None
 
-    def entries_named(self, name):
-        """File addresses of the code symbols called ``name`` (or ``name@version``)."""
-        return sorted(self._names.get(name, ()))
+    def entries_named(self, name, ifunc_only=False):
+        """File addresses of the code symbols called ``name`` (or ``name@version``); only the IFUNCs'
+        (their resolvers) with ``ifunc_only``."""
+        return sorted(start for start, ifunc in self._names.get(name, {}).items() if ifunc or not ifunc_only)
 
     def line_starts(self, file, line):
         """File addresses where line ``line`` of a file named ``file`` (a path, or just its name) begins."""
         return self._lines.line_starts(file, line) if self._lines else []
 
     @cached_property
+    @_or_else(dict)
     def _names(self):
         names = {}
         for path in {self._file_with(self._has_symtab), self.path}:
             with open(path, "rb") as f:
-                for start, _size, _rank, (name, _stub) in _code_symbols(ELFFile(f)):
-                    names.setdefault(name, set()).add(start)
-                    names.setdefault(name.split("@")[0], set()).add(start)
+                for start, _size, _rank, (name, _stub, ifunc) in _code_symbols(checked_elf(f)):
+                    for key in (name, name.split("@")[0]):
+                        starts = names.setdefault(key, {})  # start -> is an IFUNC called so there
+                        starts[start] = starts.get(start, False) or ifunc
         return names
 
     def row_start(self, address):
@@ -88,24 +116,26 @@ class ModuleSymbols:
         return self.path if in_module or self.debug_path is None else str(self.debug_path)
 
     @cached_property
+    @_or_else(_no_entries)
     def _table(self):
         named = []
         # a debug file has the .symtab, the module the .dynsym, the PLT and the unwind entries
         for path in {self._file_with(self._has_symtab), self.path}:
             with open(path, "rb") as f:
-                named += _code_symbols(ELFFile(f))
+                named += _code_symbols(checked_elf(f))
         with open(self.path, "rb") as f:
-            elf = ELFFile(f)
+            elf = checked_elf(f)
             named += _plt_stubs(elf)
             unwind = _unwind_entries(elf)
             sections = [(s["sh_addr"], s["sh_addr"] + s["sh_size"]) for s in elf.iter_sections() if s["sh_addr"]]
         return _Ranges(named + unwind, sections)  # an unwind entry ranks last: it names only what no symbol does
 
     @cached_property
+    @_or_else(_none)
     def _lines(self):
         path = self._file_with(self._has_lines)
         with open(path, "rb") as f:
-            elf = ELFFile(f)
+            elf = checked_elf(f)
             if not elf.has_dwarf_info() or elf.get_section_by_name(".debug_line") is None:
                 return None
         return LineTable(path)
@@ -117,7 +147,7 @@ def _has_code_symbols(elf, name):
 
 
 def _unwind_entries(elf):
-    """``(start, 0, rank, (name, False))`` of every ``.eh_frame`` entry (FDE).
+    """``(start, 0, rank, (name, False, False))`` of every ``.eh_frame`` entry (FDE).
 
     LLDB gives these symbols no size (an entry may span several functions):
     each one ends where the next symbol starts.
@@ -129,12 +159,13 @@ def _unwind_entries(elf):
         header = getattr(entry, "header", None)
         if header is not None and "initial_location" in header:  # not a CIE or the terminator
             start = header["initial_location"]
-            found.append((start, 0, 100, (f"___lldb_unnamed_symbol_{start:x}", False)))
+            found.append((start, 0, 100, (f"___lldb_unnamed_symbol_{start:x}", False, False)))
     return found
 
 
 def _code_symbols(elf):
-    """``(start, size, rank, (name, False))`` of every defined code symbol (.symtab ranks before .dynsym)."""
+    """``(start, size, rank, (name, False, is_ifunc))`` of every defined code symbol (.symtab ranks before
+    .dynsym)."""
     found = []
     for rank, name in ((0, ".symtab"), (20, ".dynsym")):
         table = elf.get_section_by_name(name)
@@ -145,12 +176,13 @@ def _code_symbols(elf):
                 continue
             if symbol["st_value"] and symbol.name:
                 binding = _BINDING_RANK.get(symbol["st_info"]["bind"], 2)
-                found.append((symbol["st_value"], symbol["st_size"], rank + binding, (symbol.name, False)))
+                ifunc = symbol["st_info"]["type"] != "STT_FUNC"
+                found.append((symbol["st_value"], symbol["st_size"], rank + binding, (symbol.name, False, ifunc)))
     return found
 
 
 def _plt_stubs(elf):
-    """``(start, size, rank, (name, True))`` of the PLT stubs that LLDB names, by relocation order."""
+    """``(start, size, rank, (name, True, False))`` of the PLT stubs that LLDB names, by relocation order."""
     relocations = elf.get_section_by_name(".rela.plt")
     plt = elf.get_section_by_name(".plt.sec") or elf.get_section_by_name(".plt")
     if relocations is None or plt is None:
@@ -162,14 +194,14 @@ def _plt_stubs(elf):
         if relocation["r_info_type"] != R_X86_64_JUMP_SLOT or not relocation["r_info_sym"]:
             continue
         start, name = base + i * PLT_ENTRY_SIZE, symbols.get_symbol(relocation["r_info_sym"]).name
-        stubs.append((start, PLT_ENTRY_SIZE, -1, (name, True)))
+        stubs.append((start, PLT_ENTRY_SIZE, -1, (name, True, False)))
     return stubs
 
 
 class _Entry(NamedTuple):
     start: int
     end: int
-    value: tuple  # (name, is_stub)
+    value: tuple  # (name, is_stub, is_ifunc)
 
     def contains(self, address):
         return self.start <= address < self.end

@@ -9,7 +9,9 @@ class Location:
     """An instruction's module, function, source line and disassembly (None where unknown).
 
     ``stub`` says the address is in a PLT stub and ``function`` is the symbol
-    the stub jumps to, as LLDB names trampolines.
+    the stub jumps to, as LLDB names trampolines; ``resolver`` that ``function``
+    is an IFUNC (``STT_GNU_IFUNC``, LLDB's resolver symbols): the code there
+    chooses the function that runs under that name, it is not that function.
     """
 
     module: str | None
@@ -19,6 +21,7 @@ class Location:
     mnemonic: str
     operands: str
     stub: bool = False
+    resolver: bool = False
 
     @property
     def symbol_text(self):

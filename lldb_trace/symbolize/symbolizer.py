@@ -36,6 +36,11 @@ class Symbolizer(ABC):
     def function_entries(self, name):
         """Run-time addresses of the functions called ``name`` (for finding their calls)."""
 
+    def ifunc_entries(self, name):
+        """Run-time addresses of the IFUNCs called ``name``: their resolvers' entries, whose runs choose the
+        function that runs under the name (no calls of it)."""
+        return []
+
     @abstractmethod
     def line_starts(self, file, line):
         """Run-time addresses where ``line`` of ``file`` begins (as a breakpoint on it would resolve)."""

@@ -1,8 +1,10 @@
 """The ``--function-calls`` view: which calls of the call forest a dump shows, in execution order.
 
 Calls are filtered by --module and --function globs (on the module's file
-name; on the function's name or the name of the PLT stub it was called
-through).  The window is COUNT calls: by default the last ones, OFFSET back
+name of the function that ran; --function keeps the calls of the functions a
+name leads to, as ``pt find`` does: see history/named_calls.py).  Each call is
+shown at the item of its function's first instruction (after the PLT stub it
+went through).  The window is COUNT calls: by default the last ones, OFFSET back
 from the end; ``forwards`` counts from the first call instead; an anchor
 (--id) puts the window's newest (or, forwards, oldest) call at the call
 that holds an item.  The window is shown oldest first unless
@@ -13,7 +15,10 @@ forwards.
 from bisect import bisect_right
 from fnmatch import fnmatchcase
 
+import numpy as np
+
 from ..decode.call_forest import position_of
+from ..history import named_calls
 from .entries import CallEntry, shown_time
 
 
@@ -44,30 +49,16 @@ def call_window(process_trace, tid, options, symbolizer, start=None):
 
 def listed_calls(forest, options, symbolizer):
     """The calls the filters let through, in execution order."""
-    calls = forest.calls()
     if options.module is None and options.function is None:
-        return calls
-    verdicts = {}
-
-    def wanted(call):
-        key = (call.address, call.stub)
-        if key not in verdicts:
-            verdicts[key] = _matches(call, options, symbolizer)
-        return verdicts[key]
-
-    return [call for call in calls if wanted(call)]
-
-
-def _matches(call, options, symbolizer):
-    if call.address is None:
-        return False
-    location = symbolizer.locate(call.address)
-    if options.module is not None and not fnmatchcase(location.module or "", options.module):
-        return False
+        return forest.calls()
     if options.function is None:
-        return True
-    names = [location.function, symbolizer.locate(call.stub).function if call.stub is not None else None]
-    return any(name is not None and fnmatchcase(name, options.function) for name in names)
+        entries = np.unique(forest.entry).tolist()
+    else:
+        entries = named_calls.targets(forest, symbolizer, options.function)
+    if options.module is not None:
+        entries = [entry for entry in entries if fnmatchcase(symbolizer.locate(entry).module or "", options.module)]
+    wanted = np.array(sorted(entry for entry in entries if entry), dtype=np.uint64)  # 0: no instruction of it
+    return [forest.call(row) for row in np.flatnonzero(np.isin(forest.entry, wanted)).tolist()]
 
 
 def anchor(calls, item):

@@ -49,8 +49,11 @@ class CallEntry:
 
     @property
     def label(self):
-        """``module`function`` of the function that ran (``(no instruction)`` when the trace has none for it)."""
+        """``module`function`` of the function that ran (``(no instruction)`` when the trace has none for it);
+        an IFUNC's resolver is marked: its run is ld.so choosing the function, not a call of it."""
         label = self.location.function_label if self.location is not None else "(no instruction)"
+        if self.location is not None and self.location.resolver:
+            label += " (IFUNC resolver)"
         return label + (" (untraced start)" if self.call.untraced_start else "")
 
     @property

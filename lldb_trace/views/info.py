@@ -1,11 +1,13 @@
 """The session info view (``pt dump`` and ``lldb-trace dump`` without a mode, ``pt load -v``).
 
-What a traced process holds: the CPU, every module, and per thread its
-trace, the signal that stopped it, a truncation, and the decode's counts.
-Built as plain data first (the ``--json`` form, written by ``json.dumps``),
-then written as text by :func:`info_text`, so both forms say the same things.
+What a traced process holds: the CPU, the processes it created that ran
+untraced, every module, and per thread its trace, the signal that stopped it
+or its exit, a truncation, and the decode's counts.  Built as plain data
+first (the ``--json`` form, written by ``json.dumps``), then written as text
+by :func:`info_text`, so both forms say the same things.
 """
 
+from ..bundle.stops import stop_json
 from ..decode.truncation import find_file_cut
 from ..history import describe_position
 
@@ -33,6 +35,9 @@ def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, po
         ],
         "threads": [_thread_info(process_trace, tid, thread_index(tid), position(tid)) for tid in tids],
     }
+    children = process_trace.process.untraced_children
+    if children:  # processes it created that ran without tracing
+        info["process"]["untracedChildren"] = list(children)
     missing = process_trace.process.missing_modules
     if missing:  # a perf.data's mappings whose binary was not found: their code is a gap
         info["missingModules"] = [
@@ -54,10 +59,8 @@ def _thread_info(process_trace, tid, index, position):
         **process_trace.source.describe(tid),  # where the bytes come from: a file, per-cpu pieces, a live backend
     }
     stop = process_trace.thread_stop(tid)
-    if stop is not None:  # the signal that stopped the thread (a crash)
-        info["stopReason"] = {"signal": stop.signal, "description": stop.description or f"signal {stop.signal}"}
-        if stop.pc is not None:
-            info["stopReason"]["pc"] = f"0x{stop.pc:x}"
+    if stop is not None:  # the signal that stopped the thread (a crash), or its exit
+        info["stopReason"] = {**stop_json(stop), "description": stop.text}
     decoded = process_trace.decoded_if_done(tid)
     cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
     if cut:  # the trace ends inside a packet: the file was cut short
@@ -113,8 +116,14 @@ def info_text(info):
         f"CPU: {'Intel ' + cpu_text if cpu['vendor'] == 'intel' else 'unknown (no errata applied)'}",
         f"Bundle: {info['bundle']} ({info['format']} format)",
         f"Process {info['process']['pid']} ({info['process']['triple']})",
-        "  Modules:",
     ]
+    children = info["process"].get("untracedChildren")
+    if children:
+        lines.append(
+            f"  Untraced children: {', '.join(map(str, children))} (processes it created, by fork, vfork or clone;"
+            " they ran without tracing)"
+        )
+    lines.append("  Modules:")
     for module in info["modules"]:
         lines.append(f"    {module['systemPath']}")
         if module["file"] != module["systemPath"]:

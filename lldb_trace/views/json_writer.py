@@ -2,8 +2,10 @@
 
 Items: ``id``, ``loadAddress``, ``module``, ``symbol``, ``mnemonic``,
 ``operands``, ``source``, ``line`` (gaps: ``id``, ``error``, ``code``).
-Calls: ``id``, ``lastId``, ``depth``, ``module``, ``symbol``,
-``loadAddress``, ``untracedStart``, ``stub`` and ``lazyBinding``.  One
+Calls: ``id`` (the item of the function's first instruction, as the text
+shows it), ``firstId`` and ``lastId`` (the call's items, a PLT stub's first),
+``depth``, ``module``, ``symbol``, ``loadAddress``, ``untracedStart``, ``stub``
+and ``lazyBinding``.  One
 thread's dump is a list; several threads' are a list of those.
 """
 
@@ -80,7 +82,8 @@ class JsonWriter:
         for entry in dump.entries:
             call, location, stub = entry.call, entry.location, entry.stub
             value = {
-                "id": call.first,
+                "id": call.entered,
+                "firstId": call.first,
                 "lastId": call.last,
                 "depth": call.depth,
                 "module": location.module if location else None,

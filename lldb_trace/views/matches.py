@@ -4,10 +4,13 @@ import json
 
 
 def match_entries(matches, symbolizer):
-    """Plain data for each history.Match: index, timestamp, function, depth and where it is."""
+    """Plain data for each history.Match: index, timestamp, function, depth and where it is, and the PLT stub
+    a call went through when it is named otherwise than the function it reached (an IFUNC's variant)."""
     entries = []
     for match in matches:
         location = symbolizer.locate(match.function) if match.function is not None else None
+        stub = symbolizer.locate(match.stub) if match.stub is not None else None
+        shown_stub = stub is not None and stub.stub and (location is None or stub.function != location.function)
         entries.append(
             {
                 "index": match.index,
@@ -15,6 +18,7 @@ def match_entries(matches, symbolizer):
                 "function": location.function_label if location is not None else None,
                 "functionAddress": f"0x{match.function:x}" if match.function is not None else None,
                 "depth": match.depth,
+                "via": stub.function_label if shown_stub else None,
             }
         )
     return entries
@@ -30,7 +34,8 @@ def matches_text(entries, what, more):
     lines = [f"Executions of {what}, newest first ('pt goto INDEX' goes to one):", header]
     for entry in entries:
         tsc = f"{entry['tsc']:<#18x}  " if with_tsc and entry["tsc"] is not None else (" " * 20 if with_tsc else "")
-        lines.append(f"{entry['index']:>{width}}  {entry['depth']:>5}  {tsc}{entry['function'] or '(unknown)'}")
+        via = f" (via {entry['via']})" if entry["via"] else ""
+        lines.append(f"{entry['index']:>{width}}  {entry['depth']:>5}  {tsc}{entry['function'] or '(unknown)'}{via}")
     if more:
         lines.append(f"... and more: '-c N' shows more than {len(entries)}")
     return "\n".join(lines)

@@ -4,7 +4,8 @@ Instructions: ``[index] 0xADDRESS : disassembly``, a ``module`function`` line
 whenever the function changes, ``; at file:line`` when the source line
 changes, and ``[index] error CODE. 'text'`` for gaps; ``--kind`` adds LLDB's
 control-flow kind before the disassembly.  Events alone: ``[index] (event)
-...`` with the item each precedes.  Calls: ``[first index]``, indentation by
+...`` with the item each precedes.  Calls: ``[index]`` of the function's first
+instruction (``pt find``'s and a breakpoint's index of the call), indentation by
 depth (below the shallowest call shown), ``module`function`` and its address,
 the stub it was called through where that says more, and its times.
 """
@@ -105,7 +106,7 @@ class TextWriter:
     def _calls(self, dump):
         base = min((entry.call.depth for entry in dump.entries), default=0)
         indent = (lambda entry: "") if self.options.flat else (lambda entry: "  " * (entry.call.depth - base))
-        rows = [(f"[{entry.call.first}]", indent(entry) + entry.label, entry) for entry in dump.entries]
+        rows = [(f"[{entry.call.entered}]", indent(entry) + entry.label, entry) for entry in dump.entries]
         index_width = max((len(row[0]) for row in rows), default=0)
         label_width = max((len(row[1]) for row in rows), default=0)
         unit = "ns" if dump.wall_clock else "ticks"

@@ -75,12 +75,15 @@ def follow_newer_after_reverse_finish(reference):
             if "skipped" in step:
                 previous = None
                 continue
-            follows = previous is not None and previous["command"] == "reverse-finish"
+            follows = (
+                previous is not None
+                and previous["command"] == "reverse-finish"
+                and previous.get("expected_fixed", previous)["position"] == step["from"]
+            )
             if follows and step["command"] in ("reverse-step", "reverse-next") and "newer_gdb" in step:
-                if previous.get("expected_fixed", previous)["position"] == step["from"]:
-                    newer = step["newer_gdb"]
-                    fixed = {key: newer[key] for key in ("position", "pc", "function", "file", "line", "frames")}
-                    step["expected_fixed"] = {**fixed, "why": AFTER_REVERSE_FINISH}
+                newer = step["newer_gdb"]
+                fixed = {key: newer[key] for key in ("position", "pc", "function", "file", "line", "frames")}
+                step["expected_fixed"] = {**fixed, "why": AFTER_REVERSE_FINISH}
             previous = step
 
 

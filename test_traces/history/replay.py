@@ -1,11 +1,12 @@
 """Replays GDB's committed answers (NAME/gdb.json) against lldb_trace.history on NAME's bundle.
 
 Each step is asked from the position GDB asked it from (``from``), so one disagreement does not
-move every later step; a step asked from where the step before left the thread goes on from there, so
-that what a movement leaves behind (a reverse-finish, for the reverse-step after it) carries over.  A step agrees when our position is the expected one (``expected_fixed``
-where GDB 13 is known wrong, else GDB 13's), the frames there are the expected frames, the end of
-history is reported at the same steps, a breakpoint stop names its breakpoint, and a command GDB
-refused ('"finish" not meaningful in the outermost frame.') is refused.  A step the capture marked
+move every later step; a step asked from where the step before left the thread goes on from there,
+so that what a movement leaves behind (a reverse-finish, for the reverse-step after it) carries
+over.  A step agrees when our position is the expected one (``expected_fixed`` where GDB 13 is known
+wrong, else GDB 13's), the frames there are the expected frames, the end of history is reported at
+the same steps, a breakpoint stop names its breakpoint, and a command GDB refused ('"finish" not
+meaningful in the outermost frame.') is refused.  A step the capture marked
 ``known_disagreement`` (expected_fixed.py says why) is reported apart and must still disagree.
 
 Frames are compared as (function, pc) from frame #0 outwards, frame #0 by name only (its pc is the
@@ -18,7 +19,6 @@ without a name: it has unwound past the stack's origin (a makecontext stack's __
 ``python test_traces/history/replay.py [NAME ...]`` prints every disagreement.
 """
 
-import itertools
 import json
 import re
 import sys
@@ -218,12 +218,12 @@ class Program:
         return bool(set(self.symbolizer.function_entries(ours)) & set(self.symbolizer.function_entries(gdbs)))
 
     def our_frames(self, history, position):
-        """(function, pc) innermost first; frame #0's pc is None, an outer frame is named by pc - 1, as GDB does."""
+        """(function, pc) innermost first; frame #0's pc is None, an outer frame's is where it resumes (GDB's
+        frame pc), and each is named by where it stands (an outer frame at its call)."""
         frames = history.frames_at(position)
         found = [(self.locate(frames[0].pc).function, None)]
-        for inner, frame in itertools.pairwise(frames):
-            address = frame.pc if inner.asynchronous else frame.pc - 1
-            found.append((self.locate(address).function, frame.pc))
+        for frame in frames[1:]:
+            found.append((self.locate(frame.pc).function, frame.resumes_at))
         return found
 
 

@@ -1,0 +1,106 @@
+"""lldb_trace's own section of a perf.data: how each thread stopped, and which children ran untraced.
+
+perf.data has no record for a signal's siginfo or an exit status (PERF_RECORD_EXIT says only that a task
+ended), so without this a crash saved as perf.data would load as a bare end of trace.  The section is a
+perf_header_string holding JSON::
+
+    {"format": "lldb_trace stops 1", "processes": [{"pid": 5707,
+        "threads": [{"tid": 5707, "stopReason": {"signal": 11, "description": "...", "pc": "0x40113e"}}],
+        "untracedChildren": [5708]}]}
+
+with ``stopReason`` and ``untracedChildren`` as the JSON bundles have them (bundle/stops.py).  It is a
+feature section (``Feature.LLDB_TRACE_STOPS``, the last feature bit) because perf reads the section table of
+every bit set but only the sections of the features it knows: perf 6.1 reads such a file as before.  A
+record type it does not know would stop its reading, and a file beside the perf.data would be lost when the
+file is copied alone.  A section at that bit that does not start with lldb_trace's ``format`` is another
+tool's, and left alone.
+"""
+
+import json
+from dataclasses import dataclass
+
+from ..bundle.schemas import SchemaError, check, schema
+from ..bundle.stops import stop_from_json, stop_json
+from ..perf.data_file import pack_string, unpack_string
+
+FORMAT = "lldb_trace stops 1"
+
+
+@dataclass(frozen=True)
+class ProcessStops:
+    """What the section says of one process: ``{tid: ThreadStop}`` and the pids of its untraced children."""
+
+    stops: dict
+    untraced_children: tuple = ()
+
+
+def pack_stop_section(process):
+    """The section for ``process`` (a bundle.saver SaveProcess), or None when it has nothing to say."""
+    threads = [{"tid": t.tid, "stopReason": stop_json(t.stop)} for t in process.threads if t.stop is not None]
+    if not threads and not process.untraced_children:
+        return None
+    entry = {"pid": process.pid, "threads": threads}
+    if process.untraced_children:
+        entry["untracedChildren"] = list(process.untraced_children)
+    return pack_string(json.dumps({"format": FORMAT, "processes": [entry]}, separators=(",", ":")))
+
+
+def read_stop_section(data, fail):
+    """``{pid: ProcessStops}`` from the section's bytes; ``fail(reason)`` raises for a damaged one of ours."""
+    try:
+        text = unpack_string(data)[0]
+    except ValueError:
+        return {}  # not a string: another tool's section at this bit
+    if FORMAT not in text[:64]:
+        return {}
+    try:
+        document = json.loads(text)
+        check(document, _rules())
+    except (ValueError, RecursionError) as error:
+        fail(f"its lldb_trace stop section is damaged: not JSON ({error})")
+    except SchemaError as error:
+        fail(f"its lldb_trace stop section is damaged: {error}")
+    return {
+        entry["pid"]: ProcessStops(
+            {thread["tid"]: stop_from_json(thread["stopReason"]) for thread in entry.get("threads", ())},
+            tuple(entry.get("untracedChildren", ())),
+        )
+        for entry in document["processes"]
+    }
+
+
+def _rules():
+    """The section's JSON Schema, made of the native bundle schema's own parts."""
+    native = schema("intel-pt-lldb")
+    process = native["properties"]["processes"]["items"]["properties"]
+    thread = process["threads"]["items"]["properties"]
+    return {
+        "$defs": native["$defs"],
+        "type": "object",
+        "required": ["format", "processes"],
+        "additionalProperties": False,
+        "properties": {
+            "format": {"const": FORMAT},
+            "processes": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["pid"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "pid": process["pid"],
+                        "untracedChildren": process["untracedChildren"],
+                        "threads": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["tid", "stopReason"],
+                                "additionalProperties": False,
+                                "properties": {"tid": thread["tid"], "stopReason": thread["stopReason"]},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    }
