@@ -121,6 +121,8 @@ def test_a_per_thread_auxtrace_record_deleted_leaves_its_thread_with_a_gap(tmp_p
     assert [(kind, code) for kind, code, _ in found[5675]] == [("gap", DATA_LOST)]
     assert "are in no AUXTRACE record" in found[5675][0][2]
     assert all(not gaps(found[tid]) for tid in (5674, 5676, 5677))
+    info = cli_dump(written(tmp_path, layout), "-t", "5675")
+    assert f"data lost at trace byte 0: {found[5675][0][2]}" in info
 
 
 def test_truncated_aux_records_by_the_ten_thousand_place_each_loss_in_one_search():
@@ -273,8 +275,9 @@ def load_error(path):
     return message
 
 
-def cli_dump(path):
-    done = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "dump", str(path)],
+def cli_dump(path, *options):
+    """What ``lldb-trace dump`` prints: the session info of the default thread (``-t TID``: another)."""
+    done = subprocess.run([str(Path(sys.executable).parent / "lldb-trace"), "dump", *options, str(path)],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout

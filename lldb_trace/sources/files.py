@@ -110,7 +110,7 @@ class AuxStreamSource:
             "traceFile": str(self._path),
             "traceSize": len(stream) if stream is not None else 0,
             "auxBuffers": stream.buffers if stream is not None else 0,
-            "dataLost": [{"offset": b.offset, "reason": b.reason} for b in stream.breaks] if stream else [],
+            "dataLost": [{"offset": b.offset, "reason": b.reason} for b in stream.breaks] if stream is not None else [],
         }
 
     def memory_modules(self):
