@@ -11,20 +11,24 @@ import struct
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from elftools.common.exceptions import ELFError
+from elftools.common.exceptions import DWARFError, ELFError
 from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
 from .errors import LldbTraceError
 
-# What pyelftools lets escape on a damaged file, besides its own ELFError: the construct library's errors,
-# struct.error, a negative seek (ValueError), an index or key past a table's end, a None where a header was.
-PARSE_FAILURES = (ELFError, ConstructError, struct.error, ValueError, ArithmeticError, LookupError, TypeError,
-                  AttributeError, AssertionError)  # fmt: skip
+# What pyelftools lets escape on a damaged file: its own ELFError and DWARFError, the construct library's
+# errors, struct.error, a negative seek (ValueError), an index or key past a table's end, a None for a header.
+PARSE_FAILURES = (ELFError, DWARFError, ConstructError, struct.error, ValueError, ArithmeticError, LookupError,
+                  TypeError, AttributeError, AssertionError)  # fmt: skip
 
 
 class NotAnElfError(LldbTraceError):
-    """The file is not an ELF file (or not one we can use)."""
+    """The file is not an ELF file (or not one we can use); ``reason`` is what pyelftools said, if it did."""
+
+    def __init__(self, message, reason=None):
+        super().__init__(message)
+        self.reason = reason
 
 
 class DamagedElfError(NotAnElfError):
@@ -87,10 +91,8 @@ class ElfInfo:
                 self.load_span = (
                     max((s.vaddr + s.memory_size for s in self.segments), default=0) - self.first_load_vaddr
                 )
-        except ELFError as error:
-            raise NotAnElfError(f"{path} is not an ELF file ({error})") from None
         except PARSE_FAILURES as error:
-            raise NotAnElfError(f"{path} is a damaged ELF file ({type(error).__name__}: {error})") from None
+            raise _unreadable(path, error) from None
 
     @classmethod
     def read(cls, path):
@@ -133,29 +135,29 @@ class ElfInfo:
         return self.symbols.get(name)
 
 
+def _unreadable(path, error):
+    """The NotAnElfError for what pyelftools raised reading ``path``."""
+    with open(path, "rb") as file:
+        what = "a damaged ELF file" if file.read(4) == b"\x7fELF" else "not an ELF file"
+    reason = str(error) if isinstance(error, ELFError) else f"{type(error).__name__}: {error}"
+    return NotAnElfError(f"{path} is {what} ({reason})", reason)
+
+
 @lru_cache(maxsize=1024)
 def _parsed(path, *_identity):
     return ElfInfo(path)
 
 
 def check_headers(elf, file_size, path):
-    """Raise DamagedElfError if a section or PT_LOAD segment of ``elf`` runs past the file's ``file_size`` bytes,
-    or a table of symbols or relocations gives its entries a size they cannot have (LLDB divides by it)."""
-    entry_sizes = {
-        "SHT_SYMTAB": elf.structs.Elf_Sym.sizeof(),
-        "SHT_DYNSYM": elf.structs.Elf_Sym.sizeof(),
-        "SHT_RELA": elf.structs.Elf_Rela.sizeof(),
-        "SHT_REL": elf.structs.Elf_Rel.sizeof(),
-    }
+    """Raise DamagedElfError if a section or PT_LOAD segment of ``elf`` runs past the file's ``file_size`` bytes.
+
+    (pyelftools itself refuses symbol and relocation tables whose entries have a size they cannot have,
+    on which LLDB divides by zero.)
+    """
     for section in elf.iter_sections():
-        kind, name = section["sh_type"], f"section {section.name or '(unnamed)'}"
-        if kind not in ("SHT_NOBITS", "SHT_NULL"):
-            _check_extent(path, name, section["sh_offset"], section["sh_size"], file_size)
-        if kind in entry_sizes and section["sh_size"] and section["sh_entsize"] != entry_sizes[kind]:
-            raise DamagedElfError(
-                f"{path}: its {name} ({kind}) gives its entries {section['sh_entsize']} bytes each, not "
-                f"{entry_sizes[kind]}: the file is damaged"
-            )
+        if section["sh_type"] not in ("SHT_NOBITS", "SHT_NULL"):
+            _check_extent(path, f"section {section.name or '(unnamed)'}", section["sh_offset"], section["sh_size"],
+                          file_size)  # fmt: skip
     for k, segment in enumerate(elf.iter_segments()):
         if segment["p_type"] == "PT_LOAD":
             _check_extent(path, f"segment {k} (PT_LOAD)", segment["p_offset"], segment["p_filesz"], file_size)

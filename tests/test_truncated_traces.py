@@ -185,7 +185,7 @@ def test_only_the_last_piece_ends_where_the_file_does(real):
     """A broken packet just before a PSB in mid-trace ends a piece inside a packet: that is no truncated file."""
     basic = real("basic")
     middle = psb_offsets(basic.data)[2]
-    broken = basic.data[:middle] + bytes([0x2D]) + basic.data[middle:]  # a TIP header, and no IP bytes
+    broken = bytes(basic.data[:middle]) + bytes([0x2D]) + bytes(basic.data[middle:])  # a TIP header, no IP bytes
     for pieces in (1, 3):
         decoded = decode(basic, broken, pieces)
         assert decoded.truncation is None and not any("truncated" in gap.text for gap in decoded.gaps)

@@ -277,10 +277,10 @@ class _Builder:
             return ElfInfo.read(path)
         except DamagedElfError as error:
             raise BundleError(f"{self.path}: {where}: {error}: point it at an intact copy of the module") from None
-        except NotAnElfError:
+        except NotAnElfError as error:
             with open(path, "rb") as file:
                 damaged = file.read(4) == b"\x7fELF"
-            what = "a damaged (truncated?) ELF file" if damaged else "not an ELF file"
+            what = f"a damaged (truncated?) ELF file ({error.reason})" if damaged else "not an ELF file"
             raise BundleError(f"{self.path}: {where}: {path} is {what}: point it at the module's binary") from None
         except OSError as error:
             raise BundleError(f"{self.path}: {where}: cannot read {path}: {error.strerror}") from None

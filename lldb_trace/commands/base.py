@@ -65,10 +65,26 @@ def choice(given, values, what):
 
 
 def argument_strings(args):
-    """The command's arguments as str: a list on LLDB >= 20, SBStructuredData on 19."""
+    """The command's arguments as str: a list on LLDB >= 20, SBStructuredData on 19 (and on 23)."""
     if isinstance(args, lldb.SBStructuredData):
-        return [args.GetItemAtIndex(i).GetStringValue(4096) for i in range(args.GetSize())]
+        return [_argument_string(args.GetItemAtIndex(i)) for i in range(args.GetSize())]
     return [str(arg) for arg in args]
+
+
+def _argument_string(item):
+    """One argument's text; an argument that is not UTF-8 (a file name's stray byte) is a one-line error.
+
+    SWIG cannot turn such bytes into a str (a SystemError); LLDB's JSON of them shows where they are.
+    """
+    try:
+        return item.GetStringValue(4096)
+    except (SystemError, UnicodeDecodeError):
+        shown = lldb.SBStream()
+        item.GetAsJSON(shown)
+        raise OptionValueError(
+            f"the argument {shown.GetData()} is not UTF-8 text, which LLDB cannot pass to a Python command: "
+            "give the file a UTF-8 name, or a symbolic link with one"
+        ) from None
 
 
 def lldb_text(text):

@@ -12,7 +12,7 @@ from .. import progress
 from ..debugger.movements import Request, move
 from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
-from .base import CONTAINER, TraceCommand, help_paragraphs, parse_number
+from .base import CONTAINER, EncodableResult, TraceCommand, help_paragraphs, parse_number
 
 HISTORY_HELP = (
     "Positions are item indices as 'trace dump --instructions' numbers them (0: the oldest); the end is where"
@@ -50,6 +50,7 @@ class GotoCommand:
         )
 
     def __call__(self, debugger, command, exe_ctx, result):
+        result = EncodableResult(result)
         words = command.split()
         try:
             if words in (["-h"], ["--help"]):

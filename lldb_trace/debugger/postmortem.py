@@ -69,11 +69,18 @@ def _process_target(debugger, process_trace):
 
 
 def _check_module_file(module):
-    """Refuse a module file whose headers LLDB would trust and die on (ElfInfo checks them).
+    """Refuse a module file LLDB cannot be given: one it cannot name, or whose headers it would trust and die on.
 
     LLDB divides by a symbol or relocation table's entry size and reads what a section claims: a
     SIGFPE or a crash of the whole debugger.  The loader checked the file; it may have changed since.
     """
+    try:
+        str(module.path).encode()
+    except UnicodeEncodeError:
+        raise TargetError(
+            f"LLDB cannot open module {module.path}: its file name is not UTF-8 text, which LLDB's Python API "
+            "cannot pass: give the file a UTF-8 name"
+        ) from None
     try:
         ElfInfo.read(module.path)
     except NotAnElfError as error:

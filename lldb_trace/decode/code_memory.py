@@ -52,16 +52,21 @@ class CodeMemory:
         start, end, segment, path = found
         first, stop = address - start, min(end, address + size) - start  # offsets into the segment
         in_file = max(0, min(stop, segment.size) - first)
-        data = b""
         if in_file:
-            data = bytes(self._file(path)[segment.offset + first : segment.offset + first + in_file])
-        return data + bytes(stop - first - len(data))  # past the file's bytes (or a file cut since): zeros
+            at = segment.offset + first
+            data = bytes(self._file(path)[at : at + in_file])
+            if len(data) < in_file:
+                return data  # the file is gone or shorter since it was loaded: there is no more to read
+        else:
+            data = b""
+        return data + bytes(stop - first - in_file)  # past the file's bytes: .bss, zeros
 
     def _file(self, path):
         mapped = self._files.get(path)
         if mapped is None:
             try:
-                mapped = self._files[path] = map_file(path)
+                mapped = map_file(path)
             except OSError:
-                mapped = b""  # gone since the bundle was loaded: the code reads as zeros, decoding says what failed
+                mapped = b""  # gone since the bundle was loaded: its code cannot be read (a decode error says so)
+            self._files[path] = mapped
         return mapped

@@ -21,23 +21,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 
 from ..libipt import ErrorCode, EventType, InsnClass
+from .gap_table import Gap, GapTable
 
 CHECKPOINT_SPACING = 64
 NO_IP = (1 << 64) - 1  # an event whose ip libipt suppressed
 # The block-ending branches the call forest follows (far transfers enter no traced function).
 FOLLOWED_CLASSES = frozenset((InsnClass.CALL, InsnClass.RETURN, InsnClass.JUMP))
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A decode error: one item standing for the instructions libipt could not reconstruct."""
-
-    index: int
-    code: int
-    text: str
-    offset: int  # where in the trace buffer decoding failed
-    last_ip: int | None  # the last instruction decoded before it
-    missing_ip: int | None = None  # where the code was not in the image (a NOMAP error)
 
 
 @dataclass(frozen=True)
@@ -64,7 +53,7 @@ class DecodedPart:
         self.row_classes = array("B")  # per row: InsnClass of its last instruction if FOLLOWED_CLASSES has it, else 0
         self.entries = array("H")  # the trace: one row number per block or gap
         self.checkpoints = array("Q")  # item index of entry k * CHECKPOINT_SPACING
-        self.gaps = []
+        self.gaps = GapTable()
         self.event_items = array("Q")
         self.event_types = array("B")
         self.event_ips = array("Q")
@@ -85,7 +74,7 @@ class DecodedPart:
             self.block_ips, self.block_sizes, self.row_classes, self.entries, self.checkpoints, self.event_items,
             self.event_types, self.event_ips, self.tsc_items, self.tsc_values,
         )  # fmt: skip
-        return sum(t.itemsize * len(t) for t in tables) + 96 * len(self.gaps)
+        return sum(t.itemsize * len(t) for t in tables) + self.gaps.memory_bytes
 
     @property
     def error_count(self):

@@ -5,6 +5,7 @@ callback) so the block and instruction decoders can read the code they walk.
 """
 
 import ctypes
+import os
 
 from .enums import ErrorCode
 from .error import LibiptError, check
@@ -26,7 +27,8 @@ def _asid_ref(asid):
 
 
 def _encode_path(path):
-    return path.encode() if isinstance(path, str) else bytes(path)
+    """The file name's bytes (a name that is not UTF-8 comes back as it is on disk)."""
+    return os.fsencode(path)
 
 
 class _Owned:

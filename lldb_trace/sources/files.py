@@ -1,7 +1,12 @@
 """Sources of a bundle's traces on disk: a file per thread, or per-cpu files split among the threads."""
 
+from ..errors import LldbTraceError
 from . import per_cpu
 from .mapped_file import map_file
+
+
+class TraceFileError(LldbTraceError):
+    """A thread's trace file cannot be read any more (it was removed or made unreadable since the load)."""
 
 
 class FileSource:
@@ -17,7 +22,10 @@ class FileSource:
         """The trace file mapped, not read: decoding its end touches only the pages of its end."""
         if tid not in self._mapped:
             path = self._threads[tid].trace
-            self._mapped[tid] = map_file(path) if path is not None else None
+            try:
+                self._mapped[tid] = map_file(path) if path is not None else None
+            except OSError as error:
+                raise TraceFileError(f"cannot read trace file {path}: {error.strerror}") from None
         return self._mapped[tid]
 
     def generation(self, _tid):

@@ -10,15 +10,23 @@ over an anonymous region one page longer: the page after it reads as zeros,
 and the descriptor is closed as soon as the mapping exists.  The anonymous
 region (a Python ``mmap``) owns the whole range and unmaps it when the last
 view of it goes.
+
+Only the file's data is mapped: its large holes (a sparse file's, as a
+damaged or hostile trace of gigabytes of zeros may be) stay the anonymous
+region's pages, which read as zeros from the kernel's one zero page.  Read
+through the file, every page of zeros would count in the process's memory.
 """
 
 import ctypes
+import errno
 import mmap
 import os
 
 _MAP_NORESERVE = 0x4000  # no swap is reserved for what is only read (a 20 GB file must still map)
 _MAP_FIXED = 0x10
 _PROT = mmap.PROT_READ | mmap.PROT_WRITE  # private: writable pages are the process's own copies (libipt never writes)
+_SMALLEST_HOLE = 1 << 20  # smaller holes are mapped through: fewer mappings
+_MOST_EXTENTS = 4096  # a file more fragmented than this is mapped whole (the kernel limits mappings per process)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
@@ -37,8 +45,33 @@ def map_file(path):
         region = mmap.mmap(-1, size + mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE, prot=_PROT)
         start = ctypes.addressof(ctypes.c_char.from_buffer(region))
         flags = mmap.MAP_PRIVATE | _MAP_FIXED | _MAP_NORESERVE
-        if _libc.mmap(start, size, _PROT, flags, file.fileno(), 0) == _MAP_FAILED:
-            code = ctypes.get_errno()
-            region.close()
-            raise OSError(code, os.strerror(code), str(path))
+        for offset, length in _data_extents(file.fileno(), size):
+            if _libc.mmap(start + offset, length, _PROT, flags, file.fileno(), offset) == _MAP_FAILED:
+                code = ctypes.get_errno()
+                region.close()
+                raise OSError(code, os.strerror(code), str(path))
     return memoryview(region)[:size]
+
+
+def _data_extents(fd, size):
+    """``[(offset, length)]`` covering the file's data, page-aligned, holes of _SMALLEST_HOLE or more left out."""
+    page, whole = mmap.PAGESIZE, [(0, size)]
+    extents = []
+    position = 0
+    while position < size:
+        try:
+            data = os.lseek(fd, position, os.SEEK_DATA)
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+        except OSError as error:
+            if error.errno == errno.ENXIO:  # no data after ``position``
+                break
+            return whole  # the file system cannot tell
+        data, hole = data // page * page, min(-(-hole // page) * page, size)
+        if extents and data - sum(extents[-1]) < _SMALLEST_HOLE:
+            extents[-1] = (extents[-1][0], hole - extents[-1][0])
+        else:
+            extents.append((data, hole - data))
+        if len(extents) > _MOST_EXTENTS:
+            return whole
+        position = hole
+    return extents

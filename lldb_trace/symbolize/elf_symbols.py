@@ -43,9 +43,9 @@ def _or_else(default):
 
     def guard(read):
         @wraps(read)
-        def guarded(self):
+        def guarded(*args):
             try:
-                return read(self)
+                return read(*args)
             except UNREADABLE_ELF:
                 return default()
 
@@ -146,6 +146,7 @@ def _has_code_symbols(elf, name):
     return isinstance(table, SymbolTableSection) and table.num_symbols() > 1
 
 
+@_or_else(list)
 def _unwind_entries(elf):
     """``(start, 0, rank, (name, False, False))`` of every ``.eh_frame`` entry (FDE).
 
@@ -163,6 +164,7 @@ def _unwind_entries(elf):
     return found
 
 
+@_or_else(list)
 def _code_symbols(elf):
     """``(start, size, rank, (name, False, is_ifunc))`` of every defined code symbol (.symtab ranks before
     .dynsym)."""
@@ -181,6 +183,7 @@ def _code_symbols(elf):
     return found
 
 
+@_or_else(list)
 def _plt_stubs(elf):
     """``(start, size, rank, (name, True, False))`` of the PLT stubs that LLDB names, by relocation order."""
     relocations = elf.get_section_by_name(".rela.plt")

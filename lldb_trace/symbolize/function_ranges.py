@@ -14,8 +14,9 @@ unwind information (plain Python, no ``lldb``).
 import struct
 from bisect import bisect_right
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+
+from ..elf_info import PARSE_FAILURES
 
 # DWARF pointer encodings (DW_EH_PE_*): the low nibble is the format, the high one what it is relative to.
 _FORMATS = {0x01: "<Q", 0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x09: "<q", 0x0A: "<h", 0x0B: "<i", 0x0C: "<q"}
@@ -49,7 +50,10 @@ class FunctionRanges:
                     ranges = self._ranges_of(module)
                     if ranges is None:
                         return None
-                    found = ranges.containing(address - ranges.bias)
+                    try:
+                        found = ranges.containing(address - ranges.bias)
+                    except PARSE_FAILURES:  # a damaged FDE: no extent to trust for this function
+                        return None
                     return None if found is None else (found[0] + ranges.bias, found[1] + ranges.bias)
         return None
 
@@ -58,7 +62,7 @@ class FunctionRanges:
         if key not in self._loaded:
             try:
                 self._loaded[key] = _ModuleRanges.read(module)
-            except (OSError, ELFError, struct.error, ValueError):
+            except (OSError, *PARSE_FAILURES):
                 self._loaded[key] = None  # no unwind table to trust: no function extents here
         return self._loaded[key]
 

@@ -20,10 +20,20 @@ PAGE = 4096
 
 
 def copy_seed(name, folder):
-    """A copy of ``test_traces/<name>`` in ``folder``; returns its bundle path."""
+    """A copy of ``test_traces/<name>`` in ``folder`` that loads on any machine; returns its bundle path.
+
+    Only the modules bundled with it are kept: the system's libraries it names may differ here
+    (their code then shows as gaps, which is all the same to a hostile input).
+    """
     folder = Path(folder)
     shutil.copytree(ROOT / "test_traces" / name, folder, dirs_exist_ok=True)
-    return folder / "trace.json"
+    bundle = folder / "trace.json"
+
+    def bundled_modules_only(document):
+        for process in document["processes"]:
+            process["modules"] = [module for module in process["modules"] if "file" in module]
+
+    return edit_bundle(bundle, bundled_modules_only)
 
 
 def edit_bundle(bundle, change):
@@ -151,6 +161,15 @@ def patch_segment(module, choose, **fields):
     _patch(module, where, _SEGMENT_FIELDS, fields)
 
 
+def patch_section_bytes(module, name, at, data):
+    """Overwrite the bytes at offset ``at`` of section ``name``'s contents in the ELF file ``module``."""
+    with open(module, "rb") as f:
+        offset = ELFFile(f).get_section_by_name(name)["sh_offset"]
+    content = bytearray(Path(module).read_bytes())
+    content[offset + at : offset + at + len(data)] = data
+    Path(module).write_bytes(bytes(content))
+
+
 def writable(segment):
     return bool(segment["p_flags"] & 2)
 
@@ -179,6 +198,13 @@ def module_with_section(folder, section, seed="crash", **fields):
     """The seed with its program's section ``section`` claiming ``fields`` (a huge ``sh_size``...)."""
     bundle = copy_seed(seed, folder)
     patch_section(first_module(bundle), section, **fields)
+    return bundle
+
+
+def module_with_bytes(folder, section, at, data, seed="crash"):
+    """The seed with bytes ``data`` written at offset ``at`` of its program's section ``section``."""
+    bundle = copy_seed(seed, folder)
+    patch_section_bytes(first_module(bundle), section, at, data)
     return bundle
 
 
