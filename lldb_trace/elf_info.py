@@ -53,6 +53,7 @@ class Segment(NamedTuple):
     vaddr: int
     executable: bool
     memory_size: int = 0
+    writable: bool = False  # what the program may change: its bytes in the file are only where it started
 
 
 class Section(NamedTuple):
@@ -83,7 +84,14 @@ class ElfInfo:
                     if s.name in PLT_SECTIONS
                 ]
                 self.segments = [
-                    Segment(s["p_offset"], s["p_filesz"], s["p_vaddr"], bool(s["p_flags"] & 1), s["p_memsz"])
+                    Segment(
+                        s["p_offset"],
+                        s["p_filesz"],
+                        s["p_vaddr"],
+                        bool(s["p_flags"] & 1),
+                        s["p_memsz"],
+                        bool(s["p_flags"] & 2),
+                    )
                     for s in elf.iter_segments()
                     if s["p_type"] == "PT_LOAD"
                 ]

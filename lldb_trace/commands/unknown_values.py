@@ -1,23 +1,36 @@
-"""``p`` and ``expression`` on a loaded trace: a value the trace does not hold says so.
+"""``p``, ``expression`` and ``memory read`` on a loaded trace: a value the trace does not hold says so.
 
 A loaded trace's process serves only the memory a trace can vouch for, the
 modules' code and read-only data (debugger/scripted_process.py).  LLDB's
 expression evaluator reports any other read as "read memory from 0x... failed
-(0 of 8 bytes read)", which reads like a broken debugger.  These overrides run
-LLDB's own command (re-entered with the override stepping aside) and, when it
-failed on such a read in a loaded trace, say that the value is not known at
-this position, and where the memory is.  Elsewhere (a live process, a core
-file) they step aside at once.
+(0 of 8 bytes read)", which reads like a broken debugger; ``memory read`` (and
+``x``) worse, falls back to the module file, whose writable sections hold only
+what the program started with (``.bss`` as zeros, the GOT unrelocated), and
+shows that as if it were the memory at this position.  These overrides run
+LLDB's own command (re-entered with the override stepping aside) and, where
+it failed on such a read or showed a writable section, say that the value is
+not known at this position, and where the memory is.  Elsewhere (a live
+process, a core file) they step aside at once.
 """
 
 import re
 
 import lldb
 
+from ..debugger import registry
 from ..debugger.histories import shows_history
+from ..debugger.scripted_process import UNKNOWN_MEMORY
+from .routing import quote
 
 OVERRIDDEN = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
+_SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
+_LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
+_BAD_START = "invalid start address expression"
+_ADDRESS_OF = re.compile(r"&\s*([A-Za-z_][\w:]*)")
+# memory read's options that take a value (the rest are flags)
+_VALUED_OPTIONS = {"-c", "--count", "-s", "--size", "-f", "--format", "-l", "--num-per-line", "-o", "--outfile",
+                   "-t", "--type", "-E", "--offset", "-L", "--language", "-x", "--gdb-format"}  # fmt: skip
 _running = []  # non-empty while LLDB's own command runs inside an override
 
 
@@ -25,6 +38,7 @@ def install(debugger):
     interpreter = debugger.GetCommandInterpreter()
     for command in OVERRIDDEN:
         interpreter.SetCommandOverrideCallback(command, _override(debugger))
+    interpreter.SetCommandOverrideCallback("memory read", _memory_override(debugger))
 
 
 def _override(debugger):
@@ -32,21 +46,119 @@ def _override(debugger):
         command = " ".join(argv)
         if _running or not _has_expression(command) or not shows_history(debugger.GetSelectedTarget()):
             return False
-        result = lldb.SBCommandReturnObject()
-        _running.append(command)
-        try:
-            debugger.GetCommandInterpreter().HandleCommand(command, result)
-        finally:
-            _running.pop()
-        _write(debugger.GetOutputFile(), result.GetOutput())
-        error = result.GetError()
-        found = _FAILED_READ.search(error)
-        if found is not None:
-            error = f"error: {_unknown_value(debugger.GetSelectedTarget(), _expression_text(command), found)}\n"
-        _write(debugger.GetErrorFile(), error)
+        result = _run(debugger, command)
+        found = _FAILED_READ.search(result.GetError())
+        if result.Succeeded() or found is None:
+            if result.Succeeded():
+                _write(debugger.GetOutputFile(), result.GetOutput())
+            return result.Succeeded()  # an error of another kind: LLDB runs its command again, for its status
+        target, text = debugger.GetSelectedTarget(), _expression_text(command)
+        address = _global_address(target, text)
+        if address is not None:  # LLDB reads a variable's value even to take its address
+            _write(debugger.GetOutputFile(), f"({address[1]}) {address[0]:#018x}\n")
+        else:
+            _write(debugger.GetErrorFile(), f"error: {_unknown_value(target, text, found)}\n")
         return True
 
     return override
+
+
+def _memory_override(debugger):
+    def override(*argv):
+        target = debugger.GetSelectedTarget()
+        if _running or not shows_history(target):
+            return False
+        arguments, start = list(argv[2:]), _start_argument(argv[2:])
+        result = _run(debugger, _memory_read(arguments))
+        replaced = start is not None and _BAD_START in result.GetError()
+        address = _global_address(target, arguments[start]) if replaced else None
+        if address is not None:  # ``x &queue``: LLDB reads queue's value to take its address
+            arguments[start] = f"{address[0]:#x}"
+            result = _run(debugger, _memory_read(arguments))
+        output, error = result.GetOutput(), result.GetError()
+        unknown = _writable_shown(registry.for_target(target), output)
+        if unknown is not None:
+            _write(debugger.GetErrorFile(), f"error: {_unknown_memory(target, unknown)}\n")
+            return True
+        first = _number(arguments[start]) if start is not None else None
+        if UNKNOWN_MEMORY in error and first is not None:  # LLDB asked for its cache line: name the user's address
+            _write(
+                debugger.GetErrorFile(), error.replace("memory there", f"memory at {first:#x}{_place(target, first)}")
+            )
+            return True
+        if address is not None:
+            _write(debugger.GetOutputFile(), output)
+            _write(debugger.GetErrorFile(), error)
+            return True
+        return False  # nothing to add: LLDB runs its own command again, so that its result holds the status
+
+    return override
+
+
+def _memory_read(arguments):
+    return " ".join(["memory", "read", *map(quote, arguments)])
+
+
+def _run(debugger, command):
+    """LLDB's own ``command`` (the overrides step aside while it runs), its SBCommandReturnObject."""
+    result = lldb.SBCommandReturnObject()
+    _running.append(command)
+    try:
+        debugger.GetCommandInterpreter().HandleCommand(command, result)
+    finally:
+        _running.pop()
+    return result
+
+
+def _start_argument(arguments):
+    """The index of memory read's start address among its ``arguments`` (after the options), or None."""
+    k = 0
+    while k < len(arguments):
+        argument = arguments[k]
+        if argument == "--":
+            return k + 1 if k + 1 < len(arguments) else None
+        if not argument.startswith("-") or argument == "-":
+            return k
+        k += 2 if argument in _VALUED_OPTIONS else 1
+    return None
+
+
+def _number(text):
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _global_address(target, text):
+    """``(address, pointer type name)`` of ``&NAME``, a global variable of the target, else None."""
+    named = _ADDRESS_OF.fullmatch(text.strip())
+    variable = target.FindFirstGlobalVariable(named.group(1)) if named else None
+    if variable is None or not variable.IsValid():
+        return None
+    for context in target.FindSymbols(named.group(1)):
+        address = context.GetSymbol().GetStartAddress().GetLoadAddress(target)
+        if address != lldb.LLDB_INVALID_ADDRESS:
+            return address, variable.GetType().GetPointerType().GetName()
+    return None
+
+
+def _writable_shown(trace, output):
+    """The first address memory read's ``output`` shows from a writable section of a module, or None."""
+    starts = [int(address, 16) for address in _SHOWN_LINE.findall(output)]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else start + _LINE_BYTES
+        found = trace.memory.first_writable(start, end)
+        if found is not None:
+            return found
+    return None
+
+
+def _unknown_memory(target, address):
+    return (
+        f"memory at {address:#x}{_place(target, address)} is not known at this position: a trace records which "
+        "instructions ran, not the memory they wrote (the module file holds only what the program started with)"
+    )
 
 
 def _unknown_value(target, text, found):

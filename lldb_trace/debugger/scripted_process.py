@@ -35,6 +35,11 @@ def _held(description):
     return {"type": lldb.eStopReasonSignal, "data": {"signal": _HELD, "desc": description}}
 
 
+UNKNOWN_MEMORY = (
+    "memory there is not known at this position: a trace records which instructions ran, not the stack, heap or "
+    "writable data they used; only the modules' code and read-only data can be read"
+)
+
 _PC_ONLY = {
     "sets": ["Traced registers"],
     "registers": [
@@ -66,9 +71,12 @@ class TraceProcess(ScriptedProcess):
             self.threads[index] = TraceThread(self, tid, index)
 
     def read_memory_at_address(self, addr, size, error):
-        data = self.trace.memory.read(addr, size) if size else b""
-        if len(data) < size:
-            error.SetErrorString(f"0x{addr:x} is not in a module image: a trace holds no stack or heap memory")
+        """The modules' code and read-only data; fewer bytes than asked where they end (LLDB reads in whole
+        cache lines); an error where nothing there is known.  The message names no address: LLDB asks for
+        its cache line, not the address the user gave."""
+        data = self.trace.memory.read_unchanging(addr, size) if size else b""
+        if size and not data:
+            error.SetErrorString(UNKNOWN_MEMORY)
             return lldb.SBData()
         result = lldb.SBData()
         result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away

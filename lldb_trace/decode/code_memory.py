@@ -61,6 +61,23 @@ class CodeMemory:
             data = b""
         return data + bytes(stop - first - in_file)  # past the file's bytes: .bss, zeros
 
+    def read_unchanging(self, address, size):
+        """What ``read`` gives, from read-only segments only: the code and constants a trace vouches for at
+        every position.  A writable segment's file bytes (``.data``, ``.bss``, the GOT) are only what the
+        program started with, not what it held at any point of its history: b"" there."""
+        found = self.segment_at(address)
+        return b"" if found is None or found[2].writable else self.read(address, size)
+
+    def first_writable(self, start, end):
+        """The first address of ``[start, end)`` in a writable segment (whose file bytes are no value of any
+        position in the history), or None."""
+        overlaps = (
+            max(start, first)
+            for first, last, segment, _ in self._segments
+            if segment.writable and first < end and start < last
+        )
+        return min(overlaps, default=None)
+
     def _file(self, path):
         mapped = self._files.get(path)
         if mapped is None:

@@ -1,0 +1,63 @@
+"""What a loaded trace cannot know reads as unknown, never as a value: memory it does not hold, at any position.
+
+A trace records which instructions ran.  The modules' code and read-only data
+are the same at every position; their writable sections (``.data``, ``.bss``,
+the GOT) hold in the file only what the program started with, and the stack
+and heap are in no file.  test_traces/crash's ``pointer`` is in ``.bss`` at
+0x404020 (it was NULL when it crashed, but a trace cannot tell); its string
+"about to crash" is in ``.rodata`` at 0x402004.
+"""
+
+from pathlib import Path
+
+import pytest
+from support.lldb22 import needs_lldb_22, run_lldb_22
+
+from lldb_trace import api
+
+CRASH = Path(__file__).resolve().parent.parent / "test_traces" / "crash" / "trace.json"
+POINTER, STRING, HEAP = 0x404020, 0x402004, 0x4052A0
+COMMANDS = [
+    f"trace load {CRASH}", "pt goto 2700", "p pointer", "p &pointer", "x/2gx &pointer", f"x/2gx {POINTER:#x}",
+    f"x/4gx {HEAP:#x}", f"x/s {STRING:#x}", "x/4xb main",
+]  # fmt: skip
+UNKNOWN_POINTER = f"memory at {POINTER:#x}, in crash`pointer (.bss) is not known at this position"
+UNKNOWN_HEAP = f"memory at {HEAP:#x} is not known at this position: a trace records which instructions ran"
+
+
+def test_only_read_only_segments_are_served():
+    memory = api.open_bundle(CRASH).threads[0].process_trace.memory
+    assert memory.read(POINTER, 8) == bytes(8)  # the decoder's view: the file's bytes, .bss as zeros
+    assert memory.read_unchanging(POINTER, 8) == b""  # what a debugger may show at a position: nothing
+    assert memory.read_unchanging(STRING, 14) == b"about to crash"
+    assert memory.first_writable(POINTER - 64, POINTER + 8) == POINTER - 64  # the writable segment holds all that
+    assert memory.first_writable(STRING, STRING + 14) is None
+
+
+def check(output, errors):
+    assert "pointer is not known at this position" in errors and "(.bss)" in errors
+    assert "(int *volatile *) 0x0000000000404020" in output  # its address is known; LLDB reads the value to take it
+    assert errors.count(UNKNOWN_POINTER) == 2
+    assert UNKNOWN_HEAP in errors
+    assert '0x00402004: "about to crash"' in output
+    assert "0x00401154: 0x55 0x48 0x89 0xe5" in output  # main's code: push %rbp; mov %rsp, %rbp
+    assert "0x404020: 0x" not in output  # never the file's zeros as if they were the value
+
+
+def test_in_lldb(tmp_path):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in COMMANDS]
+        out, err = session.streams()
+    finally:
+        session.close()
+    check(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
+
+
+@needs_lldb_22
+def test_in_lldb_22(tmp_path):
+    result = run_lldb_22(tmp_path, COMMANDS)
+    check(result.stdout, result.stderr)
