@@ -19,6 +19,7 @@ timestamps live in side tables keyed by the index of the item they precede.
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from ..libipt import ErrorCode, EventType, InsnClass
 from .gap_table import Gap, GapTable
@@ -336,9 +337,9 @@ class DecodedThread:
     def event_count(self):
         return sum(part.event_count for part in self.parts)
 
-    @property
+    @cached_property
     def has_timestamps(self):
-        return any(part.has_timestamps for part in self.parts)
+        return any(part.has_timestamps for part in self.parts)  # asked per item: once, not per part each time
 
     def part_of(self, index):
         """``(part number, first item of that part)`` for item ``index`` (index == item_count: the last part)."""
@@ -366,9 +367,14 @@ class DecodedThread:
     def events_before(self, index):
         """The events recorded just before item ``index`` (item_count: those after the last item)."""
         found = []
-        for part, start in zip(self.parts, self.part_starts, strict=False):
-            if start <= index <= start + part.item_count:
+        k = bisect_right(self.part_starts, index) - 1  # the parts holding ``index``: those starting there, and
+        while k > 0 and self.part_starts[k - 1] + self.parts[k - 1].item_count >= index:  # those ending there
+            k -= 1
+        while 0 <= k < len(self.parts) and self.part_starts[k] <= index:
+            part, start = self.parts[k], self.part_starts[k]
+            if index <= start + part.item_count:
                 found += [replace(e, index=e.index + start) for e in part.events_before(index - start)]
+            k += 1
         ticks = any(e.type == EventType.TICK for e in found)
         if ticks and 0 < index < self.item_count and self.timestamp(index) == self.timestamp(index - 1):
             found = [e for e in found if e.type != EventType.TICK]  # a piece restating its predecessor's time
