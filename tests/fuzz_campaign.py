@@ -1,15 +1,20 @@
 """Fuzz campaigns, run by hand: hostile inputs through the whole Python API, each in a forked child with limits.
 
     .venv/bin/python tests/fuzz_campaign.py perf --count 5000 --seed 1
+    .venv/bin/python tests/fuzz_campaign.py all --count 2500 --seed 1     # each kind in turn
 
 Each kind of input is a subcommand: ``perf`` mutates the committed cases'
-perf.data files (support/perf_mutations.py).  Every mutant is opened and used
-as support/trace_exercise.py says, in a child limited in time and address
+perf.data files (support/perf_mutations.py); ``bundle``, ``trace`` and
+``module`` the committed bundles' JSON, trace files and ELF programs
+(support/input_mutations.py); ``history`` plays random walks of movements,
+gotos, searches and stacks on them (support/history_sequences.py).  Every
+input is opened and used as support/trace_exercise.py says (a history walk
+is checked after every command), in a child limited in time and address
 space (support/fuzz_runner.py), and ends as an answer, a one-line
-LldbTraceError, or a failure.  Failing mutants are kept in ``--keep`` (with
+LldbTraceError, or a failure.  Failing inputs are kept in ``--keep`` (with
 their number: ``--first N --count 1`` makes the same one again); the exit
-status is 1 when any failed.  tests/test_fuzz_perf_data.py runs a small
-budget of the same campaign in CI.
+status is 1 when any failed.  tests/test_fuzz_perf_data.py and
+tests/test_fuzz_inputs.py run a small budget of each in CI.
 """
 
 import argparse
@@ -17,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from support import perf_mutations
+from support import history_sequences, input_mutations, perf_mutations
 from support.fuzz_runner import Limits, run_campaign
 from support.trace_exercise import exercise, warmed
 
@@ -39,26 +44,67 @@ def perf_inputs(folder, count, seed, first=0):
     del kept
 
 
-KINDS = {"perf": (perf_inputs, ".perf.data", "mutated perf.data files of the committed cases")}
+def perf_campaign(scratch, count, seed, first):
+    """The perf.data mutants and what to do with each."""
+    return perf_inputs(scratch, count, seed, first), exercise
+
+
+def bundle_campaign(kind):
+    """The campaign of ``kind`` (bundle, trace or module): the seeds' mutants, and what to do with each."""
+
+    def inputs_and_target(scratch, count, seed, first):
+        seeds = input_mutations.prepare_seeds(Path(scratch) / "seeds")
+        kept = warmed(str(bundle) for bundle in seeds.values())
+        if kind == "bundle":
+            target = exercise
+        else:
+
+            def target(path):
+                return exercise(str(input_mutations.bundle_naming(path, seeds, kind)))
+
+        return _keeping(input_mutations.mutants(kind, seeds, count, seed, first), kept), target
+
+    return inputs_and_target
+
+
+def history_campaign(scratch, count, seed, first):
+    seeds = input_mutations.prepare_seeds(Path(scratch) / "seeds")
+    traces = dict(zip(seeds, warmed(str(bundle) for bundle in seeds.values()), strict=True))
+    return history_sequences.sequences(traces, count, seed, first), lambda path: history_sequences.run(traces, path)
+
+
+def _keeping(inputs, kept):
+    """``inputs``, holding on to ``kept`` (warmed traces) until the last one is drawn."""
+    yield from inputs
+    del kept
+
+
+KINDS = {
+    "perf": (perf_campaign, ".perf.data", "mutated perf.data files of the committed cases"),
+    "bundle": (bundle_campaign("bundle"), ".json", "mutated JSON of the committed bundles"),
+    "trace": (bundle_campaign("trace"), ".ipt", "mutated trace files of the committed bundles"),
+    "module": (bundle_campaign("module"), ".elf", "mutated ELF programs of the committed bundles"),
+    "history": (history_campaign, ".json", "random walks through the committed bundles' history"),
+}
 
 
 def campaign(kind, count, seed=0, first=0, limits=None, keep=None, progress=None):
     """Run ``count`` inputs of ``kind`` from number ``first`` (fuzz_runner.Limits ``limits``); the Tally."""
-    make_inputs, suffix, _ = KINDS[kind]
+    make, suffix, _ = KINDS[kind]
     limits = limits or Limits()
     with tempfile.TemporaryDirectory() as scratch:
         folder = keep or scratch
         Path(folder).mkdir(parents=True, exist_ok=True)
-        inputs = make_inputs(scratch, count, seed, first)
-        return run_campaign(inputs, exercise, (LldbTraceError,), folder, limits, suffix, progress)
+        inputs, target = make(scratch, count, seed, first)
+        return run_campaign(inputs, target, (LldbTraceError,), folder, limits, suffix, progress)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="kind", required=True)
-    for kind, (_, _, what) in KINDS.items():
+    for kind, what in [*((kind, what) for kind, (_, _, what) in KINDS.items()), ("all", "every kind in turn")]:
         command = commands.add_parser(kind, help=what)
-        command.add_argument("--count", type=int, default=1000, help="how many inputs (default 1000)")
+        command.add_argument("--count", type=int, default=1000, help="how many inputs (of each kind; default 1000)")
         command.add_argument("--seed", type=int, default=0, help="the campaign's random seed (default 0)")
         command.add_argument("--first", type=int, default=0, help="the number of the first input (default 0)")
         command.add_argument("--timeout", type=float, default=20.0, help="seconds per input (default 20)")
@@ -73,15 +119,19 @@ def main(argv=None):
         if args.verbose or outcome.failed:
             print(f"{label} {outcome.kind}: {description}: {outcome.detail.strip().splitlines()[-1][:300]}", flush=True)
         elif seen[0] % 250 == 0:
-            print(f"... {seen[0]} of {args.count}", flush=True)
+            print(f"... {seen[0]}", flush=True)
 
     limits = Limits(args.timeout, args.memory_mb << 20)
-    try:
-        tally = campaign(args.kind, args.count, args.seed, args.first, limits, args.keep, progress)
-    except NoSeedsError as error:
-        parser.exit(2, f"{error}\n")
-    print("\n".join(tally.report()))
-    return 1 if tally.failures else 0
+    failed = False
+    for kind in KINDS if args.kind == "all" else [args.kind]:
+        try:
+            tally = campaign(kind, args.count, args.seed, args.first, limits, args.keep, progress)
+        except NoSeedsError as error:
+            print(f"{kind}: skipped: {error}")
+            continue
+        print("\n".join([f"{kind}:", *tally.report()]), flush=True)
+        failed = failed or bool(tally.failures)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

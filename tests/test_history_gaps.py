@@ -117,3 +117,16 @@ def test_history_commands_at_a_trace_ending_in_gaps_in_lldb_22(tmp_path):
     assert result.returncode == 0, output
     assert "internal error" not in output and "Traceback" not in output
     assert output.count(CROSSED) == 5 and "Position: instruction 2121 of 2260." in output
+
+
+def test_a_history_that_is_one_gap_has_nowhere_else_to_stand(tmp_path):
+    """Without the system's libc a worker thread's whole trace is one gap (start_thread's code is missing)."""
+    from support.hostile_inputs import copy_seed
+
+    history = api.open_bundle(copy_seed("threads", tmp_path)).thread(5675).history
+    assert history.end == 1 and history.map.is_gap(0)
+    for movement in (history.continue_([], reverse=True), history.step(reverse=True), history.stepi(reverse=True)):
+        assert movement.position == history.position == history.end
+        assert movement.message.startswith("stopped at a gap in the trace")
+    with pytest.raises(HistoryError, match="is a gap in the trace"):
+        history.goto(0)

@@ -68,19 +68,20 @@ def first_hit(found, start, target):
 
 
 def continue_to(history, found, reverse=False):
-    """The nearest of ``found`` (executions of breakpoints) after (before) the position, or the end (the beginning)."""
+    """The Movement to the nearest of ``found`` (executions of breakpoints) after (before) the position, or to the
+    end (the beginning)."""
     position = history.position
     if reverse:
         k = int(np.searchsorted(found, position, side="left")) - 1
         if k >= 0:
             index = int(found[k])
-            return history.move(Movement(index, None, history.map.address(index)))
-        return history.move(Movement(0, NO_MORE_HISTORY))
+            return Movement(index, None, history.map.address(index))
+        return Movement(0, NO_MORE_HISTORY)
     k = int(np.searchsorted(found, position, side="right"))
     if k < len(found):
         index = int(found[k])
-        return history.move(Movement(index, None, history.map.address(index)))
-    return history.move(Movement(history.end, NO_MORE_HISTORY))
+        return Movement(index, None, history.map.address(index))
+    return Movement(history.end, NO_MORE_HISTORY)
 
 
 def find_addresses(history, addresses, limit=None):

@@ -171,7 +171,8 @@ class ThreadHistory:
 
     def continue_(self, breakpoints, reverse=False):
         """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
-        return search.continue_to(self, self.hits(breakpoints), reverse)
+        movement = search.continue_to(self, self.hits(breakpoints), reverse)
+        return self.move(gaps.settle(self, movement, self.position))  # the beginning may be a gap
 
     def find(self, addresses=(), entries=(), limit=None):
         """Executions, newest first: of ``addresses`` (instructions, line starts), or calls of ``entries``."""
