@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from support.libcalls_recording import record_libcalls
 
 from lldb_trace import libipt
 from lldb_trace.elf_info import ElfInfo
@@ -37,3 +38,9 @@ def sample_image(sample_segments):
 
 
 SAMPLE_CPU = libipt.Cpu(family=6, model=85, stepping=4)
+
+
+@pytest.fixture(scope="session")
+def libcalls(tmp_path_factory):
+    """test_traces/src/libcalls.c built and recorded once for the whole run: (bundle, program, zlib used)."""
+    return record_libcalls(tmp_path_factory.mktemp("libcalls"))

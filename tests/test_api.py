@@ -5,7 +5,6 @@ import sys
 
 import pytest
 from conftest import ROOT
-from support.libcalls_recording import record_libcalls
 
 import lldb_trace.api as api
 from lldb_trace.capture.ground_truth import GroundTruth
@@ -66,11 +65,11 @@ def executed(bundle_path):
     return sorted(set(GroundTruth.read(truth).addresses))
 
 
-def test_the_elf_symbolizer_answers_as_lldb_does(session, tmp_path):
+def test_the_elf_symbolizer_answers_as_lldb_does(session, libcalls):
     """Module, function (or stub), file, line and disassembly of every executed address, on -g programs."""
     from lldb_trace.debugger.symbolizer import LldbSymbolizer
 
-    bundles = [record_libcalls(tmp_path)[0]] + ([CRASH] if modules_match(CRASH) else [])
+    bundles = [libcalls[0]] + ([CRASH] if modules_match(CRASH) else [])
     for bundle in bundles:
         session.ok(f"pt load {bundle}")
         process_trace = api.of_target(session.target).processes[0]

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
-from support.libcalls_recording import expected_calls, record_libcalls
+from support.libcalls_recording import expected_calls
 
 import lldb_trace.api as api
 from lldb_trace.bundle.loader import load_bundle
@@ -27,8 +27,8 @@ from lldb_trace.process_trace import ProcessTrace
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    return record_libcalls(tmp_path_factory.mktemp("libcalls"))
+def recorded(libcalls):
+    return libcalls
 
 
 @pytest.fixture(scope="module")

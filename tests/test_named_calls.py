@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from support.libcalls_recording import record_libcalls
 from support.lldb22 import run_lldb_22
 
 import lldb_trace.api as api
@@ -29,8 +28,8 @@ FRAME = re.compile(r"frame #(\d+): (0x[0-9a-f]+)")
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    return record_libcalls(tmp_path_factory.mktemp("libcalls"))
+def recorded(libcalls):
+    return libcalls
 
 
 @pytest.fixture(scope="module")
