@@ -103,8 +103,8 @@ def test_post_mortem_commands_work_on_the_crash(session):
     assert "rip = 0x000000000040113e" in session.ok("register read pc")
     modules = session.ok("image list")
     assert "0x0000000000400000 " + str(folder / "modules" / "crash") in modules
-    session.handle("memory read 0x7fffffffe000")
-    assert "memory at 0x7fffffffe000 is not known at this position" in session.streams()[1]
+    error = session.handle("memory read 0x7fffffffe000")
+    assert "memory at 0x7fffffffe000 is not known at this position" in error.GetError()
 
 
 def test_threads_can_be_selected(session):

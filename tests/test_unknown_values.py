@@ -18,9 +18,16 @@ from lldb_trace import api
 CRASH = Path(__file__).resolve().parent.parent / "test_traces" / "crash" / "trace.json"
 POINTER, STRING, HEAP = 0x404020, 0x402004, 0x4052A0
 COMMANDS = [
-    f"trace load {CRASH}", "pt goto 2700", "p pointer", "p &pointer", "x/2gx &pointer", f"x/2gx {POINTER:#x}",
-    f"x/4gx {HEAP:#x}", f"x/s {STRING:#x}", "x/4xb main",
-]  # fmt: skip
+    f"trace load {CRASH}",
+    "pt goto 2700",
+    "p pointer",
+    "p &pointer",
+    "x/2gx &pointer",
+    f"x/2gx {POINTER:#x}",
+    f"x/s {STRING:#x}",
+    "x/4xb main",
+    f"x/4gx {HEAP:#x}",
+]  # fmt: skip: the last fails as a command (lldb --batch stops there)
 UNKNOWN_POINTER = f"memory at {POINTER:#x}, in crash`pointer (.bss) is not known at this position"
 UNKNOWN_HEAP = f"memory at {HEAP:#x} is not known at this position: a trace records which instructions ran"
 

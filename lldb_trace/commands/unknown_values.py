@@ -3,14 +3,18 @@
 A loaded trace's process serves only the memory a trace can vouch for, the
 modules' code and read-only data (debugger/scripted_process.py).  LLDB's
 expression evaluator reports any other read as "read memory from 0x... failed
-(0 of 8 bytes read)", which reads like a broken debugger; ``memory read`` (and
-``x``) worse, falls back to the module file, whose writable sections hold only
-what the program started with (``.bss`` as zeros, the GOT unrelocated), and
-shows that as if it were the memory at this position.  These overrides run
-LLDB's own command (re-entered with the override stepping aside) and, where
-it failed on such a read or showed a writable section, say that the value is
-not known at this position, and where the memory is.  Elsewhere (a live
-process, a core file) they step aside at once.
+(0 of 8 bytes read)", which reads like a broken debugger: the override of
+``expression`` and ``p`` (dwim-print) runs LLDB's command (re-entered with the
+override stepping aside) and says instead that the value is not known at this
+position, and where it lives.  ``memory read`` (and ``x``) fails on the stack
+or the heap with the process's own message, which names the address the
+command asked for (LLDB reads whole cache lines from elsewhere); but on a
+writable section LLDB falls back to the module file, whose bytes are only what
+the program started with (``.bss`` as zeros, the GOT unrelocated), and shows
+them as if they were memory: the override refuses that output.  Where an
+override prints an error itself, LLDB counts the command as done (``lldb
+--batch`` goes on), as for the routed commands.  Elsewhere (a live process, a
+core file) the overrides step aside at once.
 """
 
 import re
@@ -19,7 +23,7 @@ import lldb
 
 from ..debugger import registry
 from ..debugger.histories import shows_history
-from ..debugger.scripted_process import UNKNOWN_MEMORY
+from ..debugger.scripted_process import name_asked_address
 from .routing import quote
 
 OVERRIDDEN = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
@@ -69,26 +73,21 @@ def _memory_override(debugger):
         if _running or not shows_history(target):
             return False
         arguments, start = list(argv[2:]), _start_argument(argv[2:])
+        name_asked_address(_number(arguments[start]) if start is not None else None)
         result = _run(debugger, _memory_read(arguments))
         replaced = start is not None and _BAD_START in result.GetError()
         address = _global_address(target, arguments[start]) if replaced else None
         if address is not None:  # ``x &queue``: LLDB reads queue's value to take its address
             arguments[start] = f"{address[0]:#x}"
+            name_asked_address(address[0])
             result = _run(debugger, _memory_read(arguments))
-        output, error = result.GetOutput(), result.GetError()
-        unknown = _writable_shown(registry.for_target(target), output)
+        unknown = _writable_shown(registry.for_target(target), result.GetOutput())
         if unknown is not None:
             _write(debugger.GetErrorFile(), f"error: {_unknown_memory(target, unknown)}\n")
             return True
-        first = _number(arguments[start]) if start is not None else None
-        if UNKNOWN_MEMORY in error and first is not None:  # LLDB asked for its cache line: name the user's address
-            _write(
-                debugger.GetErrorFile(), error.replace("memory there", f"memory at {first:#x}{_place(target, first)}")
-            )
-            return True
         if address is not None:
-            _write(debugger.GetOutputFile(), output)
-            _write(debugger.GetErrorFile(), error)
+            _write(debugger.GetOutputFile(), result.GetOutput())
+            _write(debugger.GetErrorFile(), result.GetError())
             return True
         return False  # nothing to add: LLDB runs its own command again, so that its result holds the status
 

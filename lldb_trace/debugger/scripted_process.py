@@ -36,9 +36,25 @@ def _held(description):
 
 
 UNKNOWN_MEMORY = (
-    "memory there is not known at this position: a trace records which instructions ran, not the stack, heap or "
-    "writable data they used; only the modules' code and read-only data can be read"
+    "is not known at this position: a trace records which instructions ran, not the stack, heap or writable data "
+    "they used; only the modules' code and read-only data can be read"
 )
+_asked = [None]  # the address the user's memory read names (commands/unknown_values.py), for the message
+
+
+def name_asked_address(address):
+    """Remember the address a command asks for: LLDB reads the whole cache line around it, from its start."""
+    _asked[0] = address
+
+
+def _unknown_memory(addr, size):
+    asked = _asked[0]
+    return (
+        f"memory at {asked:#x} {UNKNOWN_MEMORY}"
+        if asked is not None and addr <= asked < addr + size
+        else (f"memory there {UNKNOWN_MEMORY}")
+    )
+
 
 _PC_ONLY = {
     "sets": ["Traced registers"],
@@ -72,11 +88,11 @@ class TraceProcess(ScriptedProcess):
 
     def read_memory_at_address(self, addr, size, error):
         """The modules' code and read-only data; fewer bytes than asked where they end (LLDB reads in whole
-        cache lines); an error where nothing there is known.  The message names no address: LLDB asks for
-        its cache line, not the address the user gave."""
+        cache lines); an error where nothing there is known, naming the address the user gave when a command
+        said it (LLDB asks for its cache line, from an address the user never wrote)."""
         data = self.trace.memory.read_unchanging(addr, size) if size else b""
         if size and not data:
-            error.SetErrorString(UNKNOWN_MEMORY)
+            error.SetErrorString(_unknown_memory(addr, size))
             return lldb.SBData()
         result = lldb.SBData()
         result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away
