@@ -179,12 +179,27 @@ def _check_extent(path, what, offset, size, file_size):
         )
 
 
+NT_GNU_BUILD_ID = 3
+
+
 def _build_id(elf):
+    """The GNU build-id note's bytes as hex, the notes read within their section's bytes (already checked against
+    the file): a damaged note claiming gigabytes would have pyelftools read, and allocate, that much."""
+    order = "<" if elf.little_endian else ">"
     for section in elf.iter_sections():
-        if section["sh_type"] == "SHT_NOTE":
-            for note in section.iter_notes():
-                if note["n_type"] == "NT_GNU_BUILD_ID":
-                    return note["n_desc"]
+        if section["sh_type"] != "SHT_NOTE":
+            continue
+        data, offset = section.data(), 0
+        while offset + 12 <= len(data):
+            name_size, desc_size, kind = struct.unpack_from(f"{order}III", data, offset)
+            desc_at = offset + 12 + (name_size + 3) // 4 * 4
+            end = desc_at + (desc_size + 3) // 4 * 4
+            if end > len(data):
+                break
+            name = data[offset + 12 : offset + 12 + name_size].rstrip(b"\0")
+            if kind == NT_GNU_BUILD_ID and name == b"GNU":  # SystemTap's notes use the same type number
+                return data[desc_at : desc_at + desc_size].hex()
+            offset = end
     return None
 
 

@@ -126,6 +126,15 @@ def test_damaged_debug_data_costs_names_or_lines_never_the_trace(tmp_path, secti
     assert list(thread.call_forest().calls())
 
 
+@pytest.mark.parametrize("field", [0, 4], ids=["name-size", "description-size"])
+def test_a_build_id_note_claiming_gigabytes_is_not_believed(tmp_path, field):
+    """Found by the module campaign: pyelftools read (and allocated) whatever a note's sizes claimed."""
+    bundle = hostile_inputs.module_with_bytes(tmp_path, ".note.gnu.build-id", field, b"\xff\xff\xff\x7f")
+    assert ElfInfo(hostile_inputs.first_module(bundle)).build_id is None  # the damaged note names nothing
+    thread = pt.open_bundle(bundle).threads[0]  # and the trace loads as from a program without one
+    assert thread.locate(0x401154).function_label == "crash`main" and thread.item_count == 2715
+
+
 def test_an_address_that_is_not_a_number_is_a_one_line_error(tmp_path):
     thread = pt.open_bundle(hostile_inputs.copy_seed("crash", tmp_path)).threads[0]
     with pytest.raises(pt.LldbTraceError, match=r"^an address is an int, not str \('0x401154'\)$"):
