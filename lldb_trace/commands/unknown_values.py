@@ -3,11 +3,15 @@
 A loaded trace's process serves only the memory a trace can vouch for, the
 modules' code and read-only data (debugger/scripted_process.py).  LLDB's
 expression evaluator reports any other read as "read memory from 0x... failed
-(0 of 8 bytes read)", which reads like a broken debugger: the override of
-``expression`` and ``p`` (dwim-print) runs LLDB's command (re-entered with the
-override stepping aside) and says instead that the value is not known at this
-position, and where it lives.  ``memory read`` (and ``x``) fails on the stack
-or the heap with the process's own message, which names the address the
+(0 of 8 bytes read)", which reads like a broken debugger, and shows a struct's
+unreadable fields that way inside its value: the overrides of ``expression``,
+``p`` (dwim-print), ``frame variable`` and ``target variable`` run LLDB's
+command (re-entered with the override stepping aside) and say instead that the
+value is not known at this position, and where it lives.  Where there is
+nothing to say they step aside, and LLDB runs its command again so that its
+result holds the output (an ``expression`` then numbers its result twice).
+``memory read`` (and ``x``) fails on the stack or the heap with the process's
+own message, which names the address the
 command asked for (LLDB reads whole cache lines from elsewhere); but on a
 writable section LLDB falls back to the module file, whose bytes are only what
 the program started with (``.bss`` as zeros, the GOT unrelocated), and shows
@@ -26,8 +30,12 @@ from ..debugger.histories import shows_history
 from ..debugger.scripted_process import name_asked_address
 from .routing import quote
 
-OVERRIDDEN = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
+EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
+VARIABLES = ("frame variable", "target variable")
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
+_UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's result (a struct's field) back
+_UNREAD_VALUE = re.compile(r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>")
+UNKNOWN_VALUE = "<not known at this position>"
 _SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
 _LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
 _BAD_START = "invalid start address expression"
@@ -40,24 +48,30 @@ _running = []  # non-empty while LLDB's own command runs inside an override
 
 def install(debugger):
     interpreter = debugger.GetCommandInterpreter()
-    for command in OVERRIDDEN:
-        interpreter.SetCommandOverrideCallback(command, _override(debugger))
+    for command in (*EXPRESSIONS, *VARIABLES):
+        interpreter.SetCommandOverrideCallback(command, _override(debugger, command in EXPRESSIONS))
     interpreter.SetCommandOverrideCallback("memory read", _memory_override(debugger))
 
 
-def _override(debugger):
+def _override(debugger, evaluates):
+    """An override of an expression command (``evaluates``) or of a variables command."""
+
     def override(*argv):
         command = " ".join(argv)
-        if _running or not _has_expression(command) or not shows_history(debugger.GetSelectedTarget()):
+        if _running or (evaluates and not _has_expression(command)) or not shows_history(debugger.GetSelectedTarget()):
             return False
         result = _run(debugger, command)
-        found = _FAILED_READ.search(result.GetError())
-        if result.Succeeded() or found is None:
-            if result.Succeeded():
-                _write(debugger.GetOutputFile(), result.GetOutput())
-            return result.Succeeded()  # an error of another kind: LLDB runs its command again, for its status
+        if result.Succeeded():  # a struct's fields LLDB could not read are shown inside the value
+            if not _UNREAD_VALUE.search(result.GetOutput()):
+                return False  # nothing to say: LLDB runs its command again, so that its result holds the output
+            _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(UNKNOWN_VALUE, result.GetOutput()))
+            return True
+        error = result.GetError()
+        found = _FAILED_READ.search(error)
+        if not evaluates or (found is None and _UNREAD_RESULT not in error):
+            return False  # an error of another kind: LLDB runs its command again, for its status
         target, text = debugger.GetSelectedTarget(), _expression_text(command)
-        address = _global_address(target, text)
+        address = _global_address(target, text) if found is not None else None
         if address is not None:  # LLDB reads a variable's value even to take its address
             _write(debugger.GetOutputFile(), f"({address[1]}) {address[0]:#018x}\n")
         else:
@@ -161,11 +175,13 @@ def _unknown_memory(target, address):
 
 
 def _unknown_value(target, text, found):
-    address = int(found.group(1), 16)
-    where = _place(target, address)
+    needs = ""
+    if found is not None:
+        address = int(found.group(1), 16)
+        needs = f" (it needs {address:#x}{_place(target, address)})"
     return (
         f"{text or 'the value'} is not known at this position: a trace records which instructions ran, not "
-        f"the memory they read and wrote (it needs {address:#x}{where}); only code and read-only data can be read"
+        f"the memory they read and wrote{needs}; only code and read-only data can be read"
     )
 
 
