@@ -31,9 +31,9 @@ SITE_PACKAGES = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
 
 _API_SCRIPT = """
 import json, sys, time
-from lldb_trace.bundle.loader import load_bundle
+from lldb_trace.trace_files import load_trace
 from lldb_trace.process_trace import ProcessTrace
-bundle = load_bundle(sys.argv[1])
+bundle = load_trace(sys.argv[1])
 trace = ProcessTrace(bundle, bundle.processes[0], workers=int(sys.argv[2]))
 tid = trace.tids[0]
 started = time.perf_counter()

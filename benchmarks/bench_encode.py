@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.capture.thread_recorder import RecorderOptions, ThreadRecorder
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from lldb_trace.elf_info import ElfInfo
 from lldb_trace.x86.instructions import Classifier
 

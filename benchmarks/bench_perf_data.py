@@ -26,10 +26,10 @@ import history
 
 sys.path.insert(0, str(bench_scale.ROOT))
 
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.bundle.saver import SaveModule, SaveProcess, SaveThread
 from lldb_trace.perf_data import perf_data_bytes
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 
 def as_perf_data(bundle_dir):
@@ -46,7 +46,7 @@ def as_perf_data(bundle_dir):
 
 def write_perf_data(bundle_dir):
     out = bundle_dir.with_suffix(".perf.data")
-    bundle = load_bundle(bundle_dir / "trace.json")
+    bundle = load_trace(bundle_dir / "trace.json")
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process)
     threads = tuple(SaveThread(tid, trace.trace_bytes(tid)) for tid in trace.tids)

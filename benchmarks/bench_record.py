@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lldb_trace.capture.session import RecordOptions, record
+from lldb_trace.capture.ptrace_recorder.recording import RecordOptions, record
 
 SOURCES = Path(__file__).resolve().parent.parent / "test_traces" / "src"
 SIZE_MACRO = {"million": "N", "libc_work": "ROUNDS"}

@@ -90,7 +90,7 @@ def verify(bundle_path, log=print):
     from support import reference_decode  # tests/support/reference_decode.py
 
     from lldb_trace import libipt
-    from lldb_trace.capture.ground_truth import GroundTruth
+    from lldb_trace.capture.encoder.ground_truth import GroundTruth
 
     bundle_path = Path(bundle_path)
     expected = recorded_instructions(bundle_path.parent)

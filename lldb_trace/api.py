@@ -27,11 +27,11 @@ function it reached (``call.address``); ``call.stub`` is the stub.
 """
 
 from . import history, subscribe
-from .bundle.loader import load_bundle
 from .errors import LldbTraceError
 from .history import queries
 from .process_trace import ProcessTrace, UnknownThreadError
 from .symbolize import ElfSymbolizer
+from .trace_files import load_trace
 
 
 class TargetWithoutTraceError(LldbTraceError):
@@ -166,7 +166,7 @@ def open_bundle(path, disassembly_flavor="att", binaries=None):
     ``disassembly_flavor`` ("att" or "intel"); ``binaries`` (a perf_data.BinarySearch)
     says where else a perf.data's binaries may be.
     """
-    bundle = load_bundle(path, binaries)
+    bundle = load_trace(path, binaries)
     processes = [ProcessTrace(bundle, process) for process in bundle.processes]
     symbolizers = [ElfSymbolizer(p.process.modules, p.memory, disassembly_flavor) for p in processes]
     return Trace(bundle, processes, symbolizers)

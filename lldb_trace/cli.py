@@ -4,12 +4,25 @@ import argparse
 import signal
 import sys
 import sysconfig
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
 from . import __version__
 from .errors import LldbTraceError
+from .option_table import (
+    BUNDLE_FORMATS,
+    DUMP_OPTIONS,
+    SEARCH_PATH,
+    SYSROOT,
+    Option,
+    add_arguments,
+    given_arguments,
+)
 
+FLAVOR = Option(  # LLDB's dumps follow target.x86-disassembly-flavor instead
+    "", "flavor", "Disassembly syntax (default att).", choices=(("att", "AT&T"), ("intel", "Intel")), default="att"
+)
 MTC_PERIOD = 9  # an MTC every 512 crystal clocks (20 us): the software recorder runs far slower than hardware
 
 
@@ -55,10 +68,8 @@ def _dump(args):
     """What ``pt dump`` prints for the bundle, symbolized from the module files (the ELF symbolizer)."""
     from . import api
     from .views import INFO, dump_options, dump_thread, render, render_info, session_info
-    from .views.options import OPTIONS
 
-    given = {name: getattr(args, name.replace("-", "_"), None) for name in OPTIONS}
-    options = dump_options({name: value for name, value in given.items() if value not in (None, False)})
+    options = dump_options(given_arguments(args, DUMP_OPTIONS))
     from .perf_data import BinarySearch
 
     binaries = BinarySearch.default(args.sysroot or (), args.search_path or ())
@@ -78,9 +89,9 @@ def _dump(args):
 
 
 def _record(args):
-    from .capture.bundle_writer import check_outdir, write_bundle
-    from .capture.progress import RecordingProgress
-    from .capture.session import RecordOptions, record
+    from .capture.ptrace_recorder.bundle_writer import check_outdir, write_bundle
+    from .capture.ptrace_recorder.progress_line import RecordingProgress
+    from .capture.ptrace_recorder.recording import RecordOptions, record
 
     if not args.program:
         raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")
@@ -138,16 +149,6 @@ def _record(args):
         print("interrupted: the recording is partial, up to the Ctrl-C", file=sys.stderr)
 
 
-def _number(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number (give it in decimal, or in hex as 0x1f): {text}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
-    return value
-
-
 def _positive(text):
     value = int(text, 0)
     if value <= 0:
@@ -192,7 +193,10 @@ def _parser():
     rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
     rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
     rec.add_argument(
-        "--format", choices=["json", "perf"], default="json", help="write a trace bundle (json) or OUTDIR/perf.data"
+        "--format",
+        choices=[name for name, _what in BUNDLE_FORMATS],
+        default="json",
+        help="write a trace bundle (json) or OUTDIR/perf.data",
     )
     rec.add_argument("--force", action="store_true", help="replace the recording in OUTDIR; other files there are kept")
     rec.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
@@ -212,28 +216,7 @@ def _dump_parser(commands):
         " thread is the one 'trace load' selects: the one a signal stopped, else the main thread.",
     )
     dump.add_argument("bundle", metavar="BUNDLE", help="a bundle's JSON file, a folder holding trace.json, a perf.data")
-    dump.add_argument("-s", "--search-path", action="append", metavar="DIR", help="a perf.data's binaries may be here")
-    dump.add_argument("-R", "--sysroot", action="append", metavar="DIR", help="a perf.data's binaries under this root")
-    dump.add_argument("-t", "--tid", type=_number, action="append", help="a thread to dump (repeat for several)")
-    dump.add_argument("-i", "--instructions", action="store_true", help="the last COUNT items, newest first")
-    dump.add_argument("-C", "--function-calls", action="store_true", help="the call tree, in execution order")
-    dump.add_argument("-E", "--only-events", action="store_true", help="the trace's events alone")
-    dump.add_argument("-c", "--count", type=_number, metavar="N", help="how many items, events or calls (default 10)")
-    dump.add_argument("-o", "--offset", type=_number, metavar="N", help="skip this many first (default 0)")
-    dump.add_argument("-I", "--id", type=_number, metavar="N", help="start at this item index")
-    dump.add_argument("-f", "--forwards", action="store_true", help="oldest first, --offset from the beginning")
-    dump.add_argument("-a", "--all", action="store_true", help="every item, event or call (instead of --count)")
-    dump.add_argument("-T", "--time", action="store_true", help="timestamps (wall-clock ns, else the TSC)")
-    dump.add_argument("-r", "--raw", action="store_true", help="addresses only: no symbols or disassembly")
-    dump.add_argument("-K", "--kind", action="store_true", help="each instruction's control-flow kind")
-    dump.add_argument("-e", "--events", action="store_true", help="the trace's events between the items")
-    dump.add_argument("-l", "--flat", action="store_true", help="calls: one per line, no hierarchy")
-    dump.add_argument("-N", "--newest-first", action="store_true", help="calls: the newest first")
-    dump.add_argument("-m", "--module", metavar="GLOB", help="calls: only those of modules matching ('libc.so*')")
-    dump.add_argument("-n", "--function", metavar="GLOB", help="calls: only those of functions matching ('str*')")
-    dump.add_argument("-j", "--json", action="store_true", help="print JSON instead of text")
-    dump.add_argument("-v", "--verbose", action="store_true", help="session info: also print the bundle file")
-    dump.add_argument("--flavor", choices=["att", "intel"], default="att", help="disassembly syntax (default att)")
+    add_arguments(dump, (*DUMP_OPTIONS, SEARCH_PATH, replace(SYSROOT, short="R"), FLAVOR))  # -r is --raw here
     dump.set_defaults(run=_dump)
 
 

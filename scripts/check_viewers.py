@@ -172,7 +172,7 @@ def check_all(checks, options, url, files, served):
 
 
 def truth_first_address():
-    from lldb_trace.capture.ground_truth import GroundTruth
+    from lldb_trace.capture.encoder.ground_truth import GroundTruth
 
     return GroundTruth.read(BASIC / "ground_truth" / f"{TID}.txt").addresses[0]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set everything up, then hunt a real bug in a recorded crash by going back in time (README: "Usage").
+# Set everything up, then hunt a real bug in a recorded crash by going back in time (the walkthrough in README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

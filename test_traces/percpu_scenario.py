@@ -60,7 +60,7 @@ from scenarios import make as make_scenario  # noqa: E402
 
 from lldb_trace import libipt  # noqa: E402
 from lldb_trace.bundle.model import TscConversion  # noqa: E402
-from lldb_trace.capture.session import RecordOptions  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.recording import RecordOptions  # noqa: E402
 from lldb_trace.libipt import IpCompression, packets  # noqa: E402
 from lldb_trace.perf import pack_lost_record, pack_switch_record  # noqa: E402
 

@@ -2,8 +2,8 @@
 
     python test_traces/psb_cases.py OUTDIR [SOURCE_BUNDLE]     (default SOURCE_BUNDLE: test_traces/basic)
 
-Native LLDB (lldb-22) decodes a trace one PSB segment at a time; design.md
-lists two placements it gets wrong:
+Native LLDB (lldb-22) decodes a trace one PSB segment at a time and gets two
+placements wrong:
 
 - ``before-branch``: a PSB+ right before a branch (a conditional jump, an
   indirect call or jump, a return).  The segment before it ends needing the
@@ -16,9 +16,9 @@ The recorder places its periodic PSBs only before non-branch instructions,
 once ``psb_period`` bytes were written, so it reaches these placements only by
 chance.  This script replays a recorded thread's ground truth (every executed
 address, single-stepped) through the recorder (ThreadRecorder) and stream writer
-(lldb_trace.capture.thread_recorder and pt_writer), with the periodic PSBs switched off
+(lldb_trace.capture.encoder.thread_recorder and pt_writer), with the periodic PSBs switched off
 and PSB+ packets forced exactly where a case wants them.  The packets are the
-recorder's scheme of design.md; only the PSB positions differ.  The result is
+recorder's scheme (pt_writer.py); only the PSB positions differ.  The result is
 checked with libipt's instruction decoder to decode exactly to the ground
 truth before it is written.
 
@@ -41,10 +41,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from lldb_trace import libipt  # noqa: E402
-from lldb_trace.bundle import load_bundle  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
-from lldb_trace.capture.thread_recorder import RecorderOptions, ThreadRecorder  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.encoder.thread_recorder import RecorderOptions, ThreadRecorder  # noqa: E402
 from lldb_trace.decode import CodeMemory, process_image  # noqa: E402
+from lldb_trace.trace_files import load_trace  # noqa: E402
 from lldb_trace.x86.instructions import Classifier, Transfer  # noqa: E402
 
 CASES = ("before-branch", "after-reenable", "control")
@@ -169,7 +169,7 @@ def make_case(source, case, outdir, tid=None):
     if case not in CASES:
         raise CaseError(f"unknown case {case!r}: one of {', '.join(CASES)}")
     source, outdir = Path(source), Path(outdir)
-    bundle = load_bundle(source)
+    bundle = load_trace(source)
     process = bundle.processes[0]
     tid = process.threads[0].tid if tid is None else tid
     truth = GroundTruth.read(source / "ground_truth" / f"{tid}.txt")

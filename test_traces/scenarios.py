@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lldb_trace.capture.bundle_writer import write_bundle
-from lldb_trace.capture.session import RecordOptions, record
+from lldb_trace.capture.ptrace_recorder.bundle_writer import write_bundle
+from lldb_trace.capture.ptrace_recorder.recording import RecordOptions, record
 from lldb_trace.elf_info import ElfInfo
 
 HERE = Path(__file__).resolve().parent

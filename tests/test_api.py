@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 
 import lldb_trace.api as api
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.errors import LldbTraceError
 
 sys.path.insert(0, str(ROOT / "test_traces"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lldb_trace.capture.aux_snapshot import snapshot_bytes, snapshot_head
+from lldb_trace.capture.intel_pt.aux_snapshot import snapshot_bytes, snapshot_head
 
 
 def write_ring(size, stream):

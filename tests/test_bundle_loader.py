@@ -11,10 +11,11 @@ import pytest
 from conftest import ROOT
 from support.bundle_cases import CASES, STATIC, TID, break_bundle, make_good_bundle, to_rfc
 
-from lldb_trace.bundle import BundleError, load_bundle
+from lldb_trace.bundle import BundleError
 from lldb_trace.bundle.loader import DEFAULT_KERNEL_LOAD_ADDRESS
 from lldb_trace.elf_info import ElfInfo
 from lldb_trace.perf_data import PerfDataError
+from lldb_trace.trace_files import load_trace
 
 COMMITTED = sorted(p.parent.name for p in (ROOT / "test_traces").glob("*/trace.json"))
 
@@ -24,7 +25,7 @@ class LoadHungError(Exception):
 
 
 def _hung(_signum, _frame):
-    raise LoadHungError("load_bundle did not return within 60 s")
+    raise LoadHungError("load_trace did not return within 60 s")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
@@ -34,7 +35,7 @@ def test_broken_bundle_is_one_line_naming_the_fault(tmp_path, case):
     signal.alarm(60)  # a loader that opens a named pipe would block forever: fail instead
     try:
         with pytest.raises(BundleError) as caught:
-            load_bundle(path)
+            load_trace(path)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
@@ -62,7 +63,7 @@ def test_unreadable_bundle_is_reported(tmp_path):
                 if os.getuid() == 0:
                     os.setgid(65534)
                     os.setuid(65534)
-                load_bundle(path)
+                load_trace(path)
                 os.write(write, b"loaded")
             except BaseException as error:
                 os.write(write, str(error).encode())
@@ -89,20 +90,20 @@ def test_a_perf_data_file_is_read_as_one_whatever_its_name(tmp_path, magic):
     path = tmp_path / "trace.json"
     path.write_bytes(magic + bytes(200))
     with pytest.raises(PerfDataError) as raised:
-        load_bundle(path)
+        load_trace(path)
     assert str(raised.value).startswith(f"{path}: {PERF_MAGICS[magic]}")
 
 
 def test_missing_bundle_file(tmp_path):
     with pytest.raises(BundleError, match=r"absent\.json: no such bundle file$"):
-        load_bundle(tmp_path / "absent.json")
+        load_trace(tmp_path / "absent.json")
 
 
 @pytest.mark.parametrize("name", COMMITTED)
 def test_committed_bundles_load_with_their_values(name):
     folder = ROOT / "test_traces" / name
     document = json.loads((folder / "trace.json").read_text())
-    bundle = load_bundle(folder / "trace.json")
+    bundle = load_trace(folder / "trace.json")
     assert bundle.format == "intel-pt-lldb"
     [process] = bundle.processes
     assert process.pid == document["processes"][0]["pid"]
@@ -117,8 +118,8 @@ def test_committed_bundles_load_with_their_values(name):
 
 
 def test_rfc_format_gives_the_same_model(tmp_path):
-    native = load_bundle(make_good_bundle(tmp_path / "native"))
-    rfc = load_bundle(make_good_bundle(tmp_path / "rfc", rfc=True))
+    native = load_trace(make_good_bundle(tmp_path / "native"))
+    rfc = load_trace(make_good_bundle(tmp_path / "rfc", rfc=True))
     assert rfc.format == "intel-pt" and native.format == "intel-pt-lldb"
     assert rfc.cpu == native.cpu
     assert [(p.pid, [t.tid for t in p.threads], [m.load_address for m in p.modules]) for p in rfc.processes] == [
@@ -132,7 +133,7 @@ def test_load_address_forms(tmp_path, address):
     document = json.loads(path.read_text())
     document["processes"][0]["modules"][0]["loadAddress"] = address
     path.write_text(json.dumps(document))
-    assert load_bundle(path).processes[0].modules[0].load_address == 0x400000
+    assert load_trace(path).processes[0].modules[0].load_address == 0x400000
 
 
 def test_paths_absolute_or_relative_and_system_path_fallback(tmp_path):
@@ -144,7 +145,7 @@ def test_paths_absolute_or_relative_and_system_path_fallback(tmp_path):
     document["processes"][0]["threads"][0]["iptTrace"] = str(path.parent / "traces" / f"{TID}.ipt")
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_text(json.dumps(document))
-    bundle = load_bundle(elsewhere)
+    bundle = load_trace(elsewhere)
     assert bundle.processes[0].modules[0].path == path.parent / "modules" / "static"
     assert bundle.processes[0].threads[0].trace == path.parent / "traces" / f"{TID}.ipt"
 
@@ -156,12 +157,12 @@ def test_uuid_in_lldb_spelling_is_accepted(tmp_path):
     spelled = "-".join([build_id[:8], build_id[8:12], build_id[12:16], build_id[16:20], build_id[20:32], build_id[32:]])
     document["processes"][0]["modules"][0]["uuid"] = spelled.upper()
     path.write_text(json.dumps(document))
-    assert load_bundle(path).processes[0].modules[0].build_id == build_id
+    assert load_trace(path).processes[0].modules[0].build_id == build_id
 
 
 def test_folder_path_loads_its_trace_json(tmp_path):
     make_good_bundle(tmp_path)
-    assert load_bundle(tmp_path).path == tmp_path / "trace.json"
+    assert load_trace(tmp_path).path == tmp_path / "trace.json"
 
 
 def test_rfc_time_conversion_and_kernel(tmp_path):
@@ -169,12 +170,12 @@ def test_rfc_time_conversion_and_kernel(tmp_path):
     document = to_rfc(json.loads(path.read_text()))
     document["trace"]["tscPerfZeroConversion"] = {"timeMult": 3, "timeShift": 1, "timeZero": "100"}
     path.write_text(json.dumps(document))
-    conversion = load_bundle(path).tsc_conversion
+    conversion = load_trace(path).tsc_conversion
     assert conversion.to_ns(10) == 100 + (10 * 3 >> 1)
     native = json.loads((STATIC / "trace.json").read_text())
     native["kernel"] = {"file": str(STATIC / "modules" / "static")}
     path.write_text(json.dumps(native))
-    assert load_bundle(path).kernel.load_address == DEFAULT_KERNEL_LOAD_ADDRESS
+    assert load_trace(path).kernel.load_address == DEFAULT_KERNEL_LOAD_ADDRESS
 
 
 def test_tsc_conversion_matches_perf_formula_for_large_values():
@@ -193,7 +194,7 @@ def test_a_kernel_bundle_needs_no_processes(tmp_path):
     for document in ({"type": "intel-pt", "cpuInfo": native["cpuInfo"], "kernel": kernel}, {**native, "processes": []}):
         document.setdefault("kernel", kernel)
         path.write_text(json.dumps(document))
-        bundle = load_bundle(path)
+        bundle = load_trace(path)
         assert bundle.processes == () and bundle.kernel.path == tmp_path / "modules" / "static"
 
 
@@ -207,6 +208,6 @@ def test_modules_side_by_side_and_ids_at_their_bounds_load(tmp_path):
     document["processes"][0]["modules"] += [{**module, "loadAddress": hex(after)}, {**module, "loadAddress": top}]
     document["processes"][0]["pid"] = document["processes"][0]["threads"][0]["tid"] = 2**31 - 1
     path.write_text(json.dumps(document))
-    process = load_bundle(path).processes[0]
+    process = load_trace(path).processes[0]
     assert [m.load_address for m in process.modules] == [0x400000, after, top]
     assert process.pid == process.threads[0].tid == 2**31 - 1

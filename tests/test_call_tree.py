@@ -18,12 +18,12 @@ import pytest
 from support.libcalls_recording import expected_calls
 
 import lldb_trace.api as api
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.decode import DecodedThread, process_image
 from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.decode.plt import PltSections
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +232,7 @@ def test_same_order_as_native_lldb_22(recorded, session, tmp_path):
 
 def test_the_forest_is_the_same_when_decoded_in_pieces(recorded):
     """Calls that cross the pieces of a parallel decode are found, named and followed through stubs alike."""
-    bundle = load_bundle(recorded[0])
+    bundle = load_trace(recorded[0])
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process, workers=1)
     tid = trace.tids[0]

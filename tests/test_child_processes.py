@@ -24,8 +24,8 @@ from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace import cli  # noqa: E402
 from lldb_trace.bundle.model import CpuInfo, ThreadStop  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
-from lldb_trace.capture.session import record  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.recording import record  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
 
 SOURCE = ROOT / "test_traces" / "src" / "forks.c"

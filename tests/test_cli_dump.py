@@ -33,6 +33,8 @@ INSTRUCTION_DUMPS = [
     "-i --all --events --time --json",
     "-E --all --time",
     "-E -c 4 --forwards -o 1 --json --time",
+    "-i -c 2 --id 0",  # zeros are values given, not options left out
+    "-i -c 0",
 ]
 CALL_DUMPS = [
     "-C",
@@ -138,3 +140,18 @@ def test_options_mean_what_they_mean_in_pt_dump(capsys):
         error = capsys.readouterr().err
         assert error.startswith(f"error: {message}") or message in error, (options, error)
         assert error.count("\n") == 1
+
+
+def test_the_command_line_takes_the_options_of_pt_dump(session):
+    """Both parsers are built from one declaration: the same flags and help, but for each one's own options."""
+    lldb_help = " ".join(session.ok("help pt dump").split())
+    in_lldb = {long: short for short, long in re.findall(r" -(\w) (?:<[\w-]+> )?\( --([\w-]+)", lldb_help)}
+    commands = next(action for action in cli._parser()._actions if action.choices and "dump" in action.choices)
+    options = [action for action in commands.choices["dump"]._actions if action.option_strings]
+    on_command_line = {action.option_strings[-1][2:]: action for action in options}
+    assert set(in_lldb) - set(on_command_line) == {"continue", "file"}  # Enter, and LLDB's output
+    assert set(on_command_line) - set(in_lldb) == {"search-path", "sysroot", "flavor"}  # pt load's; LLDB's setting
+    for long, action in on_command_line.items():
+        if long in in_lldb and long != "help":
+            assert action.option_strings == [f"-{in_lldb[long]}", f"--{long}"]
+            assert action.help in lldb_help, long

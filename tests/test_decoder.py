@@ -25,9 +25,8 @@ from conftest import ROOT
 from support import reference_decode
 
 from lldb_trace import libipt
-from lldb_trace.bundle.loader import load_bundle
-from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.capture.session import RecordOptions
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
+from lldb_trace.capture.ptrace_recorder.recording import RecordOptions
 from lldb_trace.decode import CodeMemory, decode_part, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
@@ -35,6 +34,7 @@ from lldb_trace.decode.parallel import decode_pieces, plan_pieces, psb_offsets
 from lldb_trace.libipt import ErrorCode, EventType
 from lldb_trace.libipt import packets as pkt
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 from lldb_trace.x86.instructions import Classifier, Transfer
 
 sys.path.insert(0, str(ROOT / "test_traces"))
@@ -84,7 +84,7 @@ class Opened:
 
 
 def open_bundle(folder):
-    bundle = load_bundle(folder)
+    bundle = load_trace(folder)
     process = bundle.processes[0]
     return Opened(Path(folder), ProcessTrace(bundle, process, workers=1), process_image(process))
 

@@ -29,12 +29,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import lldb_trace.decode
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.decode import decode_part, decode_thread_trace, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
 from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder, psb_offsets
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import scenarios
@@ -75,7 +75,7 @@ def basic(tmp_path_factory):
     folder = ROOT / "test_traces" / "basic"
     if not scenarios.modules_match(folder / "trace.json"):
         folder = scenarios.make(scenarios.BY_NAME["basic"], tmp_path_factory.mktemp("basic") / "basic").parent
-    bundle = load_bundle(folder)
+    bundle = load_trace(folder)
     trace = ProcessTrace(bundle, bundle.processes[0], workers=1)
     with process_image(bundle.processes[0]) as image:
         yield trace, image, trace.trace_bytes(trace.tids[0])

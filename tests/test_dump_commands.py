@@ -15,7 +15,7 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 from support.lldb_session import Session  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.elf_info import ElfInfo  # noqa: E402
 
 TRACES = ROOT / "test_traces"

@@ -6,7 +6,7 @@ single steps; here each rule about where a prediction must end is checked in iso
 
 import pytest
 
-from lldb_trace.capture import emulation
+from lldb_trace.capture.live_software import emulation
 from lldb_trace.capture.process_view import Mapping
 
 CODE, SHARED, STACK = 0x401000, 0x402000, 0x7FF000

@@ -25,9 +25,9 @@ from support.lldb22 import needs_lldb_22, run_lldb_22
 import lldb_trace.export as export_package
 from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
-from lldb_trace.analysis.frames import Frames
+from lldb_trace.analysis.frame_columns import Frames
 from lldb_trace.analysis.item_range import ItemRange
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.errors import LldbTraceError
 from lldb_trace.export import export, speedscope
 from lldb_trace.export.stacks import Axis, Job, Names, from_frames

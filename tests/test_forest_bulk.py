@@ -17,7 +17,6 @@ import pytest
 from conftest import ROOT
 
 import lldb_trace.api as api
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.decode import DecodedThread, forest_builder, process_image, regular_runs
 from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.forest_builder import (
@@ -32,6 +31,7 @@ from lldb_trace.decode.forest_builder import (
 from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.decode.plt import PltSections
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 COLUMNS = ("first", "last", "parent", "depth", "entry", "extra_rows", "extra_values", "flags")
 BUNDLES = sorted(path.parent for path in (ROOT / "test_traces").rglob("trace.json"))
@@ -111,7 +111,7 @@ def bulk_frames(monkeypatch):
 
 
 def test_a_generated_trace_builds_alike_whole_and_in_pieces(mixed, bulk_frames):
-    bundle = load_bundle(mixed)
+    bundle = load_trace(mixed)
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process, workers=1)
     tid = trace.tids[0]

@@ -79,10 +79,10 @@ import sys
 import lldb
 sys.path[:0] = sys.argv[2:]
 from support.hostile_inputs import first_module, patch_section
-from lldb_trace.bundle import load_bundle
+from lldb_trace.trace_files import load_trace
 from lldb_trace.debugger.postmortem import TargetError, create_targets
 debugger = lldb.SBDebugger.Create(False)
-bundle = load_bundle(sys.argv[1])
+bundle = load_trace(sys.argv[1])
 patch_section(first_module(bundle.path), ".symtab", sh_entsize=0)  # damaged since it was checked
 try:
     create_targets(debugger, bundle)

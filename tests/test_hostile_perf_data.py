@@ -20,7 +20,6 @@ from support.perf_layout import AUXTRACE, PerfLayout, Record
 from support.perf_mutations import AUXTRACE_INFO, seed_files
 
 from lldb_trace.analysis.times import ThreadTimes
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.decode import DATA_LOST, Gap
 from lldb_trace.decode.cursor import walk
 from lldb_trace.perf.auxtrace import AuxtraceBuffer
@@ -29,6 +28,7 @@ from lldb_trace.perf_data.aux_streams import join_streams
 from lldb_trace.perf_data.reader import Recording
 from lldb_trace.perf_data.sideband_records import AuxNotice
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 COMM, ITRACE_START, MMAP2 = 3, 12, 10
 TIME_SHIFT, TIME_MULT, TIME_ZERO, MTC_FREQ_BITS = 1, 2, 3, 11  # AUXTRACE_INFO priv words
@@ -50,7 +50,7 @@ def written(tmp_path, layout, name="damaged.perf.data"):
 
 def decoded_items(path):
     """``{tid: [address or ("gap", code, text)]}``: every thread's whole decode, forwards."""
-    bundle = load_bundle(path)
+    bundle = load_trace(path)
     found = {}
     for process in bundle.processes:
         trace = ProcessTrace(bundle, process)
@@ -150,7 +150,7 @@ def test_the_idle_task_is_no_thread_and_an_impossible_tid_is_an_error(tmp_path, 
     layout = PerfLayout.parse(seeds["threads"])
     for kind in (COMM, ITRACE_START):
         struct.pack_into("<I", layout.records[first(layout, kind)].raw, 12, 0)  # tid 0: the idle task
-    bundle = load_bundle(written(tmp_path, layout))
+    bundle = load_trace(written(tmp_path, layout))
     assert sorted(t.tid for t in bundle.processes[0].threads) == [5674, 5675, 5676, 5677]
     k = first(layout, ITRACE_START)
     struct.pack_into("<I", layout.records[k].raw, 12, 0xFFFFFFFE)
@@ -189,7 +189,7 @@ def test_time_words_that_cannot_be_right_name_the_auxtrace_info_record(tmp_path,
 def test_a_time_zero_past_two_to_the_63_wraps_as_in_perf(tmp_path, seeds):
     layout = PerfLayout.parse(seeds["timestamps"])
     set_word(layout, first(layout, AUXTRACE_INFO), TIME_ZERO, (1 << 64) - 1000)
-    bundle = load_bundle(written(tmp_path, layout))
+    bundle = load_trace(written(tmp_path, layout))
     trace = ProcessTrace(bundle, bundle.processes[0])
     times = ThreadTimes(trace.decoded(trace.tids[0]), bundle.tsc_conversion)
     conversion = bundle.tsc_conversion
@@ -269,7 +269,7 @@ def record_offset(layout, index):
 
 def load_error(path):
     with pytest.raises(PerfDataError) as error:
-        load_bundle(path)
+        load_trace(path)
     message = str(error.value)
     assert "\n" not in message and message.startswith(str(path))
     return message

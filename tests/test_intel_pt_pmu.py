@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from test_perf_event import _open_dummy, _open_fds, _write
 
-from lldb_trace.capture import intel_pt_pmu as ipt
-from lldb_trace.capture.intel_pt_event import IntelPtThreadEvent
-from lldb_trace.capture.perf_event import PAGE_SIZE
-from lldb_trace.capture.perf_event_errors import PerfPermissionError, PerfUnsupportedError
+from lldb_trace.capture.intel_pt import pmu as ipt
+from lldb_trace.capture.intel_pt.perf_event import PAGE_SIZE
+from lldb_trace.capture.intel_pt.perf_event_errors import PerfPermissionError, PerfUnsupportedError
+from lldb_trace.capture.intel_pt.thread_event import IntelPtThreadEvent
 from lldb_trace.perf.attr import PERF_TYPE_SOFTWARE
 
 REAL_SYSFS = Path(ipt.SYSFS_ROOT)

@@ -211,7 +211,7 @@ def _live_and_single_stepped(tmp_path, monkeypatch, source, flags, stops=()):
     to finished() is independent ground truth.  ``stops`` are functions to stop at on the way (each
     breakpoint is deleted when hit).  Returns (truth, the live trace's addresses and gaps, backend).
     """
-    from lldb_trace.capture.session import RecordOptions, record
+    from lldb_trace.capture.ptrace_recorder.recording import RecordOptions, record
 
     binary = launchable(tmp_path, monkeypatch, source, *flags)
     stepped = record(str(binary), [], RecordOptions(until="finished"))
@@ -274,7 +274,7 @@ def test_the_emulator_stops_before_what_it_cannot_know(tmp_path, monkeypatch):
 
     With at most 100 blocks per prediction, loops are cut where the thread passes least often.
     """
-    from lldb_trace.capture import emulation
+    from lldb_trace.capture.live_software import emulation
 
     monkeypatch.setattr(emulation, "MAX_BLOCKS", 100)
     with open("/proc/cpuinfo") as cpuinfo:
@@ -394,7 +394,7 @@ def test_a_misprediction_leaves_a_gap_not_wrong_instructions(tmp_path, monkeypat
     The emulator is given a wrong rbx: the real run still stops where it should, and the trace
     shows one gap where that stretch was, then exactly what ran after it.
     """
-    from lldb_trace.capture import emulation
+    from lldb_trace.capture.live_software import emulation
 
     predict = emulation.Predictor.predict
     calls = []

@@ -18,7 +18,7 @@ from elftools.elf.elffile import ELFFile
 from support.lldb22 import run_lldb_22
 
 import lldb_trace.api as api
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 
 IFUNCS = ("strlen", "memcpy", "cos")
 STRLEN_LINE = 21  # size_t n = strlen(text);

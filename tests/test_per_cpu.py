@@ -16,9 +16,8 @@ from conftest import ROOT
 from support import reference_decode
 
 from lldb_trace import libipt
-from lldb_trace.bundle import load_bundle
 from lldb_trace.bundle.model import Bundle, CpuInfo, CpuTrace, Process, Thread, TscConversion
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.errors import LldbTraceError
 from lldb_trace.libipt import IpCompression, packets
 from lldb_trace.perf import pack_lost_record, pack_switch_record
@@ -31,6 +30,7 @@ from lldb_trace.sources.context_switches import (
     perf_time_to_tsc,
     read_context_switches,
 )
+from lldb_trace.trace_files import load_trace
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import percpu_scenario
@@ -70,7 +70,7 @@ def decode(data, folder, decoder_class=libipt.InsnDecoder):
 
 
 def check_threads_decode_exactly(folder):
-    bundle = load_bundle(folder / "trace.json")
+    bundle = load_trace(folder / "trace.json")
     split = per_cpu.split_bundle(bundle)
     assert sorted(split.threads) == sorted(t.tid for t in bundle.processes[0].threads)
     for tid, stream in split.threads.items():
@@ -184,7 +184,7 @@ def test_a_damaged_file_is_one_clean_error_naming_file_and_offset(tmp_path, dama
 
 
 def test_committed_switch_traces_hold_what_real_ones_do(percpu_dir):
-    bundle = load_bundle(percpu_dir / "trace.json")
+    bundle = load_trace(percpu_dir / "trace.json")
     layout = json.loads((percpu_dir / "recording.json").read_text())["layout"]
     seen = {}
     for cpu in bundle.cpus:
@@ -230,7 +230,7 @@ def test_the_per_thread_recording_matches_too(percpu_dir):
 
 
 def test_streams_know_where_each_piece_came_from(percpu_dir):
-    bundle = load_bundle(percpu_dir / "trace.json")
+    bundle = load_trace(percpu_dir / "trace.json")
     streams = per_cpu.thread_streams(bundle, [bundle.processes[0].pid, 999999])
     assert sorted(streams) == sorted([bundle.processes[0].pid, 999999])
     assert streams[999999].data == b"" and streams[999999].executions == ()
@@ -358,7 +358,7 @@ def test_unusable_bundles_say_why(tmp_path, percpu_dir):
         per_cpu.split_bundle(_hand_bundle(tmp_path, untimed, records(("in", 1, 10)), [1]))
     with pytest.raises(per_cpu.PerCpuTraceError, match="needs 'tscPerfZeroConversion'"):
         per_cpu.split_bundle(_hand_bundle(tmp_path, untimed, b"", [1], conversion=None))
-    per_thread = load_bundle(percpu_dir / "per_thread" / "trace.json")
+    per_thread = load_trace(percpu_dir / "per_thread" / "trace.json")
     with pytest.raises(per_cpu.PerCpuTraceError, match="has no per-cpu traces"):
         per_cpu.split_bundle(per_thread)
 
@@ -371,7 +371,7 @@ def test_a_damaged_committed_switch_trace_fails_cleanly(tmp_path, percpu_dir):
     data[64 + 6 : 64 + 8] = (0).to_bytes(2, "little")  # the third record's size
     switches.write_bytes(bytes(data))
     with pytest.raises(ContextSwitchTraceError, match=r"1\.perf_context_switch_trace: cpu 1: .* at offset 64: "):
-        per_cpu.split_bundle(load_bundle(copy / "trace.json"))
+        per_cpu.split_bundle(load_trace(copy / "trace.json"))
 
 
 # Native LLDB as an independent check.
@@ -383,7 +383,7 @@ def test_native_lldb_splits_the_bundle_the_same_way(percpu_dir):
     if not native_lldb.available():
         pytest.skip("Debian's lldb-22 with python3-lldb-22 is not installed")
     decoded = native_lldb.decode_addresses(percpu_dir / "trace.json")
-    bundle = load_bundle(percpu_dir / "trace.json")
+    bundle = load_trace(percpu_dir / "trace.json")
     assert sorted(decoded) == sorted(t.tid for t in bundle.processes[0].threads)
     ours = per_cpu.thread_streams(bundle)
     for tid, items in decoded.items():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lldb_trace import perf
-from lldb_trace.capture import perf_event
+from lldb_trace.capture.intel_pt import perf_event
 from lldb_trace.perf import attr as perf_attr
 from lldb_trace.perf import ioctls, mmap_page
 

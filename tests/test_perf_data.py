@@ -14,13 +14,13 @@ import sys
 import pytest
 from conftest import ROOT
 
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.bundle.saver import SaveModule, SaveProcess, SaveThread
 from lldb_trace.decode import DATA_LOST, Gap
 from lldb_trace.decode.cursor import walk
 from lldb_trace.perf_data import BinarySearch, PerfDataError, load_perf_data, perf_data_bytes
 from lldb_trace.perf_data.writer import CpuStream
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
@@ -60,7 +60,7 @@ def made(tmp_path_factory):
 @pytest.mark.parametrize("case", ["basic", "threads", "timestamps", "cycles", "truncated"])
 def test_the_plugin_decodes_each_thread_as_linux_perf_does(made, case):
     path = made(case)
-    bundle = load_bundle(path)
+    bundle = load_trace(path)
     reference = cases.read_references()[case]
     live = cases.perf_script(path) if HAVE_PERF else None
     assert sorted(int(tid) for tid in reference) == sorted(t.tid for t in bundle.processes[0].threads)
@@ -74,8 +74,8 @@ def test_the_plugin_decodes_each_thread_as_linux_perf_does(made, case):
 
 def test_a_truncated_aux_buffer_is_one_gap_where_the_data_was_lost(made):
     """Before the loss: the recorded flow's start; after it: decoding resumes at the next PSB, as perf does."""
-    original = items(load_bundle(cases.source_bundle("basic")), 5662)
-    found = items(load_bundle(made("truncated")), 5662)
+    original = items(load_trace(cases.source_bundle("basic")), 5662)
+    found = items(load_trace(made("truncated")), 5662)
     gaps = [k for k, v in enumerate(found) if isinstance(v, tuple)]
     assert [found[k] for k in gaps] == [("gap", DATA_LOST)]
     before, after = found[: gaps[0]], found[gaps[0] + 1 :]
@@ -84,8 +84,8 @@ def test_a_truncated_aux_buffer_is_one_gap_where_the_data_was_lost(made):
 
 
 def test_overlapping_snapshots_join_and_a_later_one_starts_after_a_gap(made):
-    original = items(load_bundle(cases.source_bundle("basic")), 5662)
-    found = items(load_bundle(made("snapshot")), 5662)
+    original = items(load_trace(cases.source_bundle("basic")), 5662)
+    found = items(load_trace(made("snapshot")), 5662)
     gaps = [k for k, v in enumerate(found) if isinstance(v, tuple)]
     assert [found[k] for k in gaps] == [("gap", DATA_LOST)]
     joined, last = found[: gaps[0]], found[gaps[0] + 1 :]
@@ -103,8 +103,8 @@ def test_overlapping_snapshots_join_and_a_later_one_starts_after_a_gap(made):
 
 
 def test_a_per_cpu_perf_data_splits_among_threads_as_its_bundle_does(made):
-    json_bundle = load_bundle(cases.source_bundle("percpu"))
-    perf_bundle = load_bundle(made("percpu"))
+    json_bundle = load_trace(cases.source_bundle("percpu"))
+    perf_bundle = load_trace(made("percpu"))
     assert perf_bundle.cpus and perf_bundle.tsc_conversion == json_bundle.tsc_conversion
     tids = sorted(t.tid for t in json_bundle.processes[0].threads)
     assert sorted(t.tid for t in perf_bundle.processes[0].threads) == tids
@@ -120,7 +120,7 @@ def test_a_bundle_written_as_perf_data_loads_back_identically(tmp_path, name):
     bundle_path = ROOT / "test_traces" / name / "trace.json"
     if not scenarios.modules_match(bundle_path):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
-    bundle = load_bundle(bundle_path)
+    bundle = load_trace(bundle_path)
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process)
     saved = SaveProcess(
@@ -131,7 +131,7 @@ def test_a_bundle_written_as_perf_data_loads_back_identically(tmp_path, name):
     )
     path = tmp_path / "out.perf.data"
     path.write_bytes(perf_data_bytes(saved, bundle.cpu, bundle.tsc_conversion))
-    again = load_bundle(path)
+    again = load_trace(path)
     assert again.format == "perf.data" and again.cpu == bundle.cpu
     assert again.tsc_conversion == bundle.tsc_conversion
     loaded = again.processes[0]
@@ -144,13 +144,13 @@ def test_a_bundle_written_as_perf_data_loads_back_identically(tmp_path, name):
 
 
 def test_saving_a_perf_data_with_lost_data_keeps_the_loss(made, tmp_path):
-    loaded = load_bundle(made("truncated"))
+    loaded = load_trace(made("truncated"))
     trace = ProcessTrace(loaded, loaded.processes[0])
     threads = tuple(SaveThread(t, bytes(trace.trace_bytes(t)), None, trace.source.breaks(t)) for t in trace.tids)
     modules = tuple(SaveModule(m.system_path, m.path, m.load_address, m.build_id) for m in loaded.processes[0].modules)
     path = tmp_path / "again.perf.data"
     path.write_bytes(perf_data_bytes(SaveProcess(loaded.processes[0].pid, "x", threads, modules), loaded.cpu))
-    assert items(load_bundle(path), 5662) == items(loaded, 5662)
+    assert items(load_trace(path), 5662) == items(loaded, 5662)
 
 
 # -- where binaries are found ------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_saving_a_perf_data_with_lost_data_keeps_the_loss(made, tmp_path):
 @pytest.fixture
 def moved(tmp_path):
     """A perf.data naming the program at a path that no longer holds it; ``(perf.data, the binary, build-id)``."""
-    bundle = load_bundle(ROOT / "test_traces" / "static" / "trace.json")
+    bundle = load_trace(ROOT / "test_traces" / "static" / "trace.json")
     process = bundle.processes[0]
     recorded = tmp_path / "recorded" / "static"
     recorded.parent.mkdir()
@@ -278,7 +278,7 @@ def test_a_bad_perf_data_is_one_line_saying_what_is_wrong(tmp_path, good, case):
     path = tmp_path / "bad.data"
     path.write_bytes(make(good))
     with pytest.raises(PerfDataError) as error:
-        load_bundle(path)
+        load_trace(path)
     message = str(error.value)
     assert expected in message and "\n" not in message and message.startswith(str(path))
 
@@ -293,18 +293,18 @@ def test_garbage_trace_bytes_decode_to_error_items(tmp_path, good):
         noise = random.Random(seed).randbytes(size)
         path = tmp_path / f"noise{seed}.data"
         path.write_bytes(good[:offset] + noise + good[offset + size :])
-        bundle = load_bundle(path)
+        bundle = load_trace(path)
         trace = ProcessTrace(bundle, bundle.processes[0])
         decoded = trace.decoded(trace.tids[0])
         assert decoded is None or decoded.item_count >= 0
 
 
 def test_a_per_cpu_file_without_tsc_conversion_is_refused(tmp_path):
-    bundle = load_bundle(cases.source_bundle("percpu"))
+    bundle = load_trace(cases.source_bundle("percpu"))
     streams = [CpuStream(c.cpu_id, c.read_trace(), ()) for c in bundle.cpus]
     process = bundle.processes[0]
     saved = SaveProcess(process.pid, process.triple, tuple(SaveThread(t.tid, None) for t in process.threads), ())
     path = tmp_path / "percpu.data"
     path.write_bytes(perf_data_bytes(saved, bundle.cpu, None, streams))
     with pytest.raises(PerfDataError, match="without TSC conversion"):
-        load_bundle(path)
+        load_trace(path)

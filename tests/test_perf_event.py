@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from lldb_trace.bundle.model import TscConversion
-from lldb_trace.capture import perf_event as pe
-from lldb_trace.capture import perf_event_errors as errors
+from lldb_trace.capture.intel_pt import perf_event as pe
+from lldb_trace.capture.intel_pt import perf_event_errors as errors
 from lldb_trace.perf.attr import PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE, perf_event_attr
 
 PT_BRANCH = 1 | 1 << 13  # intel_pt's "pt" and "branch" config bits

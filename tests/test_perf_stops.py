@@ -19,14 +19,15 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
-from lldb_trace.bundle.loader import BundleError, load_bundle  # noqa: E402
+from lldb_trace.bundle.loader import BundleError  # noqa: E402
 from lldb_trace.bundle.model import ThreadStop  # noqa: E402
 from lldb_trace.bundle.schemas import render_schema  # noqa: E402
-from lldb_trace.capture.bundle_writer import write_bundle  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
-from lldb_trace.capture.session import record  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.bundle_writer import write_bundle  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.recording import record  # noqa: E402
 from lldb_trace.perf_data import writer  # noqa: E402
 from lldb_trace.perf_data.reader import PerfDataError  # noqa: E402
+from lldb_trace.trace_files import load_trace  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
@@ -60,8 +61,8 @@ def recorded(tmp_path_factory):
 def test_a_recorded_crash_loads_from_perf_data_as_from_its_bundle(recorded):
     recording, bundle, perf_data = recorded["crash"]
     [tid] = recording.threads
-    [from_bundle] = load_bundle(bundle).processes[0].threads
-    [from_perf] = load_bundle(perf_data).processes[0].threads
+    [from_bundle] = load_trace(bundle).processes[0].threads
+    [from_perf] = load_trace(perf_data).processes[0].threads
     assert from_perf.stop == from_bundle.stop == recording.stops[tid]
     assert (from_perf.stop.signal, from_perf.stop.description) == (11, SEGV)
 
@@ -69,7 +70,7 @@ def test_a_recorded_crash_loads_from_perf_data_as_from_its_bundle(recorded):
 def test_an_exit_and_the_untraced_children_load_from_perf_data(recorded):
     recording, bundle, perf_data = recorded["forks"]
     for path in (bundle, perf_data):
-        [process] = load_bundle(path).processes
+        [process] = load_trace(path).processes
         assert [thread.stop for thread in process.threads] == [ThreadStop.exit(3)]
         assert process.untraced_children == tuple(recording.untraced_children)
         assert len(process.untraced_children) == 3
@@ -169,7 +170,7 @@ def test_a_perf_record_exit_without_lldb_traces_section_reads_exited(recorded, t
     recording = recorded["forks"][0]
     monkeypatch.setattr(writer, "pack_stop_section", lambda _process: None)
     write_bundle(recording, tmp_path / "plain", file_format="perf")
-    [process] = load_bundle(tmp_path / "plain" / "perf.data").processes
+    [process] = load_trace(tmp_path / "plain" / "perf.data").processes
     assert [thread.stop for thread in process.threads] == [ThreadStop.exit()]  # perf gives no status
     assert ThreadStop.exit().text == "exited" and process.untraced_children == ()
 
@@ -186,11 +187,11 @@ def test_a_damaged_section_is_one_line_and_another_tools_is_left_alone(recorded,
     perf_data = recorded["forks"][2]
     damaged = _rewritten(perf_data, tmp_path, b'"exited":true', b'"exited":null')
     with pytest.raises(PerfDataError, match=r"stop section is damaged: processes\[0\]\.threads\[0\]\.stopReason"):
-        load_bundle(damaged)
+        load_trace(damaged)
     with pytest.raises(PerfDataError, match=r"stop section is damaged: not JSON"):
-        load_bundle(_rewritten(perf_data, tmp_path, b'"exited":true', b'"exited":tru"'))
+        load_trace(_rewritten(perf_data, tmp_path, b'"exited":true', b'"exited":tru"'))
     foreign = _rewritten(perf_data, tmp_path, b"lldb_trace stops", b"other tool stops")
-    [process] = load_bundle(foreign).processes
+    [process] = load_trace(foreign).processes
     assert [thread.stop for thread in process.threads] == [ThreadStop.exit()]  # its EXIT record still counts
 
 
@@ -208,7 +209,7 @@ def test_a_bad_stop_reason_is_one_line_naming_it(tmp_path, stop, message):
     document["processes"][0]["threads"][0]["stopReason"] = stop
     (tmp_path / "trace.json").write_text(json.dumps(document))
     with pytest.raises(BundleError, match=rf": processes\[0\]\.threads\[0\]\.{message}"):
-        load_bundle(tmp_path / "trace.json")
+        load_trace(tmp_path / "trace.json")
 
 
 def test_trace_schema_shows_the_new_keys():

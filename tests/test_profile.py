@@ -29,7 +29,7 @@ from support.lldb22 import needs_lldb_22, run_lldb_22
 from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
 from lldb_trace.analysis.item_range import RangeError
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.profile import ProfileError, by_address, profile
 from lldb_trace.views.profile import profile_json, profile_text
 

@@ -11,10 +11,10 @@ import pytest
 from conftest import ROOT
 
 from lldb_trace import progress
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.decode import process_image
 from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 EXCEPTIONS = ROOT / "test_traces" / "history" / "exceptions"
 
@@ -41,7 +41,7 @@ class Recorder:
 
 
 def opened(workers=1):
-    bundle = load_bundle(EXCEPTIONS / "trace.json")
+    bundle = load_trace(EXCEPTIONS / "trace.json")
     return ProcessTrace(bundle, bundle.processes[0], workers=workers)
 
 

@@ -13,7 +13,8 @@ from test_dump_commands import listed  # noqa: E402
 from test_intel_pt_pmu import FakeEvent  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
-from lldb_trace.capture import intel_pt_event, intel_pt_pmu  # noqa: E402
+from lldb_trace.capture.intel_pt import pmu as intel_pt_pmu  # noqa: E402
+from lldb_trace.capture.intel_pt import thread_event as intel_pt_event  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
 
 DROPPED = "ran on untraced after 'pt stop', so its trace was dropped"

@@ -22,8 +22,8 @@ from conftest import ROOT
 from test_recorder import check_exact
 
 from lldb_trace import cli
-from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.capture.progress import RecordingProgress
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
+from lldb_trace.capture.ptrace_recorder.progress_line import RecordingProgress
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import scenarios

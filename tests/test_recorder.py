@@ -16,8 +16,8 @@ from conftest import ROOT
 from support import reference_decode
 
 from lldb_trace import libipt
-from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.capture.session import RecordError, RecordOptions, record
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
+from lldb_trace.capture.ptrace_recorder.recording import RecordError, RecordOptions, record
 from lldb_trace.errors import LldbTraceError
 
 sys.path.insert(0, str(ROOT / "test_traces"))

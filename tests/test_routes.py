@@ -1,6 +1,6 @@
 """Router: where a run from the current pc must stop, on hand-assembled code."""
 
-from lldb_trace.capture.routes import Router
+from lldb_trace.capture.live_software.routes import Router
 from lldb_trace.x86.instructions import Classifier
 
 BASE = 0x401000

@@ -14,9 +14,9 @@ from support.lldb_session import Session  # noqa: E402
 from test_trace_commands import loadable  # noqa: E402
 
 import lldb_trace.api as pt  # noqa: E402
-from lldb_trace.bundle.loader import load_bundle  # noqa: E402
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
 from lldb_trace.bundle.saver import SaveError, SaveModule, SaveProcess, SaveThread, save_bundle  # noqa: E402
+from lldb_trace.trace_files import load_trace  # noqa: E402
 
 
 def dumps(bundle, tmp_path, name):
@@ -62,7 +62,7 @@ def test_save_refuses_to_write_outside_its_directory(tmp_path):
 
 def test_a_save_that_fails_writes_nothing(tmp_path):
     """A module copy fails after the trace was staged: no file of the bundle appears, the folder's own files stay."""
-    crash = load_bundle(ROOT / "test_traces" / "crash" / "trace.json")
+    crash = load_trace(ROOT / "test_traces" / "crash" / "trace.json")
     process = crash.processes[0]
     modules = [SaveModule(m.system_path, m.path, m.load_address, m.uuid) for m in process.modules]
     modules.append(SaveModule("/gone/libgone.so", tmp_path / "libgone.so", 0x7FFF0000, None))
@@ -118,9 +118,10 @@ def test_a_live_software_trace_saves_a_bundle_native_lldb_decodes(tmp_path, monk
 
 def test_the_intel_pt_backend_names_the_cpu_that_wrote_its_packets(tmp_path, monkeypatch):
     """Hardware traces name this machine's CPU, as /proc/cpuinfo gives it (a non-Intel CPU is "unknown")."""
-    from lldb_trace.capture import cpu, intel_pt_pmu
-    from lldb_trace.capture.intel_pt_backend import IntelPtBackend
-    from lldb_trace.capture.software_backend import SoftwareBackend
+    from lldb_trace.capture import cpu
+    from lldb_trace.capture.intel_pt import pmu as intel_pt_pmu
+    from lldb_trace.capture.intel_pt.backend import IntelPtBackend
+    from lldb_trace.capture.live_software.backend import SoftwareBackend
 
     cpuinfo = tmp_path / "cpuinfo"
     processor = "processor\t: {}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\n"

@@ -19,9 +19,9 @@ from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 from test_trace_commands import lldb_batch, loadable  # noqa: E402
 
-from lldb_trace.capture.bundle_writer import write_bundle  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
-from lldb_trace.capture.session import record  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.bundle_writer import write_bundle  # noqa: E402
+from lldb_trace.capture.ptrace_recorder.recording import record  # noqa: E402
 
 CASES = {  # name: (source, program arguments, signal)
     "segv": ("crash.c", [], 11),

@@ -16,16 +16,16 @@ from conftest import ROOT
 
 from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
-from lldb_trace.bundle.loader import load_bundle
 from lldb_trace.bundle.model import ClockInfo, CpuInfo
-from lldb_trace.capture.ground_truth import GroundTruth
-from lldb_trace.capture.thread_recorder import RecorderOptions, ThreadRecorder
-from lldb_trace.capture.timing_packets import clock_info
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.thread_recorder import RecorderOptions, ThreadRecorder
+from lldb_trace.capture.encoder.timing_packets import clock_info
 from lldb_trace.decode import decode_thread_trace
 from lldb_trace.decode.decoder_cpu import decoder_cpu
 from lldb_trace.perf_data import load_perf_data
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.profile import profile
+from lldb_trace.trace_files import load_trace
 
 STATIC = ROOT / "test_traces" / "static"
 TID = 5668
@@ -45,7 +45,7 @@ def _cumulative_times(count):
 
 @pytest.fixture(scope="module")
 def static_trace():
-    bundle = load_bundle(STATIC / "trace.json")
+    bundle = load_trace(STATIC / "trace.json")
     return ProcessTrace(bundle, bundle.processes[0])
 
 
@@ -172,7 +172,7 @@ def test_perf_finds_the_same_times_in_the_same_packets(cycles_perf_data):
 
 
 def test_a_bundle_and_its_perf_data_have_the_same_clock_and_times(cycles_perf_data):
-    bundle = load_bundle(CYCLES)
+    bundle = load_trace(CYCLES)
     from_perf = load_perf_data(cycles_perf_data)
     assert bundle.cpu.clock == from_perf.cpu.clock == clock_info(9, True)
     _, decoded, times = _times(bundle)

@@ -14,9 +14,9 @@ lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install '
 
 from support.lldb_session import Session  # noqa: E402
 
-from lldb_trace.bundle import load_bundle  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.elf_info import ElfInfo  # noqa: E402
+from lldb_trace.trace_files import load_trace  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 from scenarios import modules_match  # noqa: E402
@@ -58,7 +58,7 @@ def function_at(module_path, file_address):
 def test_trace_load_gives_a_stopped_process_like_a_core_file(session, folder):
     loadable(folder)
     output = session.ok(f"pt load {folder / 'trace.json'}")
-    bundle = load_bundle(folder)
+    bundle = load_trace(folder)
     [process_spec] = bundle.processes
     assert output.splitlines()[0] == f"Loaded {folder / 'trace.json'} (intel-pt-lldb, {bundle.cpu}):"
     assert session.debugger.GetNumTargets() == 1
@@ -167,7 +167,7 @@ def test_dump_threads_by_tid(session):
     folder = ROOT / "test_traces" / "threads"
     loadable(folder)
     session.ok(f"trace load {folder}")
-    tids = [t.tid for t in load_bundle(folder).processes[0].threads]
+    tids = [t.tid for t in load_trace(folder).processes[0].threads]
     default = json.loads(session.ok("pt dump --json"))
     assert [t["tid"] for t in default["threads"]] == [session.target.GetProcess().GetSelectedThread().GetThreadID()]
     chosen = json.loads(session.ok(f"pt dump --json -t {tids[0]} -t {tids[2]} -t {tids[0]}"))

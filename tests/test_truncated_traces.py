@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import lldb_trace.decode
 from lldb_trace import cli, libipt
-from lldb_trace.bundle import BundleError, load_bundle
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.bundle import BundleError
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.decode import decode_thread_trace, process_image
 from lldb_trace.decode.cursor import walk
 from lldb_trace.decode.decoded_thread import Gap
@@ -35,6 +35,7 @@ from lldb_trace.libipt import ExecMode
 from lldb_trace.libipt import IpCompression as Ipc
 from lldb_trace.libipt import packets as p
 from lldb_trace.process_trace import ProcessTrace
+from lldb_trace.trace_files import load_trace
 
 sys.path.insert(0, str(ROOT / "test_traces"))
 import scenarios
@@ -90,7 +91,7 @@ def real(tmp_path_factory):
             if not scenarios.modules_match(folder / "trace.json"):
                 fresh = tmp_path_factory.mktemp(name) / name
                 folder = scenarios.make(scenarios.BY_NAME[name], fresh).parent
-            bundle = load_bundle(folder)
+            bundle = load_trace(folder)
             trace = ProcessTrace(bundle, bundle.processes[0], workers=1)
             each = Real(folder, trace, process_image(bundle.processes[0]))
             each.data = trace.trace_bytes(trace.tids[0])
@@ -237,10 +238,10 @@ def test_a_truncated_trace_still_loads_and_a_cut_first_psb_is_refused(real, tmp_
     document = json.loads((folder / "trace.json").read_text())
     trace = folder / document["processes"][0]["threads"][0]["iptTrace"]
     trace.write_bytes(basic.data[:201])
-    assert load_bundle(folder).processes[0].threads[0].trace == trace
+    assert load_trace(folder).processes[0].threads[0].trace == trace
     trace.write_bytes(basic.data[:9])  # inside the first PSB: no PSB left anywhere
     with pytest.raises(BundleError, match=r"threads\[0\]\.iptTrace: .* holds no PSB packet"):
-        load_bundle(folder)
+        load_trace(folder)
 
 
 # -- naming the cut packet --------------------------------------------------------------------------

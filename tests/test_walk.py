@@ -22,7 +22,7 @@ from support.ground_truth_counts import function_table, ground_truth_counts
 
 from lldb_trace import api, progress, subscribe
 from lldb_trace.analysis.item_range import RangeError
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.subscribe import walker
 
 BASIC = (ROOT / "test_traces" / "basic", 5662)

@@ -5,7 +5,7 @@ profiles (lldb_trace.profile), exports (lldb_trace.export) and subscriber
 walks (lldb_trace.subscribe).  No LLDB here: it works from plain Python.
 """
 
-from .frames import Frames, frames_of
+from .frame_columns import Frames, frames_of
 from .item_range import ItemRange, parse_range
 from .times import ThreadTimes
 

@@ -2,7 +2,8 @@
 
 Plain Python (no ``lldb``): :func:`load_bundle` turns a bundle file into a
 checked :class:`Bundle`, or raises :class:`BundleError` with one line naming
-the JSON path or file at fault.
+the JSON path or file at fault.  A perf.data makes the same Bundle through
+perf_data/; lldb_trace.trace_files.load_trace chooses between the two.
 """
 
 from .loader import BundleError, load_bundle

@@ -8,7 +8,8 @@ rather than as a puzzling empty thread later.
 
 import stat
 
-PSB = bytes.fromhex("0282") * 8  # the PSB packet: Intel PT's synchronization pattern
+from ..libipt.psb import PSB
+
 _CHUNK = 1 << 20
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",

@@ -25,17 +25,12 @@ class BundleError(LldbTraceError):
     """The bundle cannot be loaded; the message names where and what to do."""
 
 
-def load_bundle(path, binaries=None):
-    """Parse, validate and check the bundle at ``path`` (a JSON file, or a folder holding trace.json).
+def load_bundle(path):
+    """Parse, validate and check the JSON bundle at ``path`` (a file, or a folder holding trace.json).
 
-    A Linux perf.data (known by its magic, whatever its name) is read by perf_data instead; ``binaries``
-    (a perf_data.BinarySearch) says where else to look for the binaries it names.
+    A perf.data is not one: trace_files.load_trace chooses the loader by the file's first bytes.
     """
-    path = _bundle_file(Path(path).expanduser().absolute())
-    if _is_perf_data(path):
-        from ..perf_data import load_perf_data  # perf_data builds this package's model: imported when needed
-
-        return load_perf_data(path, binaries)
+    path = bundle_file(Path(path).expanduser().absolute())
     text = _read_text(path)
     try:
         document = json.loads(text)
@@ -55,7 +50,8 @@ def load_bundle(path, binaries=None):
     return _Builder(path, schema_name).build(document, text)
 
 
-def _bundle_file(path):
+def bundle_file(path):
+    """The file a bundle path names: ``path`` itself, or trace.json in the folder ``path``; never a pipe or device."""
     if path.is_dir():
         inside = path / BUNDLE_FILE_IN_DIRECTORY
         if not inside.is_file():
@@ -67,17 +63,6 @@ def _bundle_file(path):
     if kind:
         raise BundleError(f"{path} is {kind}, not a bundle file: give the bundle's JSON file")
     return path
-
-
-_PERF_DATA_MAGICS = (b"PERFILE2", b"2ELIFREP", b"PERFFILE")  # perf.data: native, byte-swapped, version 1
-
-
-def _is_perf_data(path):
-    try:
-        with open(path, "rb") as file:
-            return file.read(8) in _PERF_DATA_MAGICS
-    except OSError:
-        return False  # _read_text says what is wrong
 
 
 def _read_text(path):

@@ -2,6 +2,8 @@
 
 Commands derive from LLDB's ParsedCommand (``command script add -p``), so
 LLDB parses their options, prints their help and completes their arguments.
+A command declares its options as a table (option_table.Option), the same
+values ``lldb-trace``'s argparse is built from where both take an option.
 A LldbTraceError becomes ``result.SetError``, which makes ``lldb -b`` fail; any
 other exception is reported as an internal error instead of a Python trace.
 
@@ -16,7 +18,6 @@ continuing it at that line's own indentation; so a paragraph is one line.
 
 import contextlib
 import io
-import re
 
 import lldb
 from lldb.plugins.parsed_cmd import ParsedCommand
@@ -24,27 +25,17 @@ from lldb.plugins.parsed_cmd import ParsedCommand
 from .. import progress
 from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
+from ..option_table import is_negative_number, parse_number
 
 CONTAINER = "pt"
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO]?[0-7]+|[1-9][0-9]*|0")
 
 
 class OptionValueError(LldbTraceError):
     """An option's value is not one the option takes."""
 
 
-def parse_number(text):
-    """``text`` as LLDB reads a number (decimal, 0x hex, 0b binary, 0o or leading-0 octal); None if it is none."""
-    if not _NUMBER.fullmatch(text):
-        return None
-    prefix = text[:2].lower()
-    if prefix in ("0x", "0b", "0o"):
-        return int(text[2:], {"0x": 16, "0b": 2, "0o": 8}[prefix])
-    return int(text, 8 if text.startswith("0") else 10)
-
-
 def number_error(option, text):
-    if text.startswith("-") and parse_number(text[1:]) is not None:
+    if is_negative_number(text):
         return OptionValueError(f"{option} must be 0 or more, not {text}")
     return OptionValueError(f"{option}: '{text}' is not a number (give it in decimal, or in hex as 0x1f)")
 
@@ -123,17 +114,21 @@ def help_paragraphs(*paragraphs):
 class TraceCommand(ParsedCommand):
     """Base of the ``pt`` commands: subclasses set ``name``, ``short_help``, ``long_help`` and ``run``.
 
-    Every command also takes ``-h``/``--help``.  Options added with :meth:`add_number_option` hold
-    ints; a bad value fails the command with :class:`OptionValueError` before ``run``.
+    A command declares its ``options`` (option_table.Option) and ``arguments``; every command also
+    takes ``-h``/``--help``.  Number options hold ints, repeatable ones their values in order
+    (:meth:`values`); a bad value fails the command with :class:`OptionValueError` before ``run``.
     """
 
     name = ""
     short_help = ""
     long_help = ""
+    options = ()
+    arguments = None  # (LLDB argument type, repeat): ("Filename", "plus") is eArgTypeFilename, one or more
 
     def __init__(self, debugger, internal_dict):
         self._numbers = set()
         self._choices = {}  # long option -> its values
+        self._repeated = {}  # long option -> the values given, for an option that may be given again
         self._option_errors = []
         super().__init__(debugger, internal_dict)  # runs setup_command_definition
         self.get_parser().add_option("h", "help", f"Show this help (as 'help {self.full_name}' does).", default=None)
@@ -147,6 +142,42 @@ class TraceCommand(ParsedCommand):
 
     def get_long_help(self):
         return self.long_help
+
+    def setup_command_definition(self):
+        """LLDB's options and arguments of the command, from its declarations."""
+        for option in self.options:
+            self.add_declared(option)
+        if self.arguments:
+            kind, repeat = self.arguments
+            parser = self.get_parser()
+            parser.add_argument_set([parser.make_argument_element(_argument_type(kind), repeat=repeat)])
+
+    def add_declared(self, option):
+        """Add one declared option to LLDB's parser."""
+        if option.choices:
+            self.add_choice_option(option.short, option.long, option.help, option.choices, option.default)
+        elif option.reads == "number":
+            self.add_number_option(option.short, option.long, option.help, _argument_type(option.value),
+                                   default=option.default, dest=option.dest)  # fmt: skip
+        else:
+            value_type = _argument_type(option.value) if option.value else None
+            self.get_parser().add_option(option.short, option.long, option.help, default=option.default,
+                                         value_type=value_type, dest=option.dest)  # fmt: skip
+        if option.repeat:
+            self._repeated[option.long] = []
+
+    def values(self, long):
+        """The values a repeatable option was given, in order."""
+        return self._repeated[long]
+
+    def given_options(self):
+        """``{long option: value}`` of the declared options given (flags: True), as views/options.py takes them."""
+        parser = self.get_parser()
+        return {
+            option.long: getattr(parser, option.dest) if option.takes_value else True
+            for option in self.options
+            if parser.was_set(option.long)
+        }
 
     def add_number_option(self, short, long, help_text, value_type, default=None, dest=None):
         """An option taking a number of 0 or more, read as LLDB reads numbers."""
@@ -163,6 +194,8 @@ class TraceCommand(ParsedCommand):
     def option_parsing_started(self):
         super().option_parsing_started()
         self._option_errors = []
+        for values in self._repeated.values():
+            values.clear()
 
     def set_option_value(self, exe_ctx, opt_name, opt_value):
         # A bad value is reported in one line when the command runs, not as LLDB's "Error setting option".
@@ -178,6 +211,9 @@ class TraceCommand(ParsedCommand):
             except OptionValueError as error:
                 self._option_errors.append(error)
                 return True
+        if opt_name in self._repeated:
+            self._repeated[opt_name].append(opt_value)
+            return True
         return super().set_option_value(exe_ctx, opt_name, opt_value)
 
     def __call__(self, debugger, args, exe_ctx, result):
@@ -209,6 +245,12 @@ class TraceCommand(ParsedCommand):
 class TidOptionCommand(TraceCommand):
     """A command with a repeatable ``-t TID`` option, gathered into ``self.tids``."""
 
+    def add_declared(self, option):
+        if option.reads == "tid":
+            self.add_tid_option(option.help)
+        else:
+            super().add_declared(option)
+
     def add_tid_option(self, help_text):
         self.get_parser().add_option("t", "tid", help_text, default=None, value_type=lldb.eArgTypeThreadID)
         self.tids = []
@@ -227,3 +269,8 @@ class TidOptionCommand(TraceCommand):
         else:
             self.tids.append(tid)
         return True
+
+
+def _argument_type(name):
+    """LLDB's argument type named ``name`` in a declaration: ``"Count"`` is ``lldb.eArgTypeCount``."""
+    return getattr(lldb, f"eArgType{name}")

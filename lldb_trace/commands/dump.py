@@ -8,41 +8,13 @@ options mean, is the views' business, shared with ``lldb-trace dump``.
 
 import lldb
 
-from ..debugger import registry
 from ..debugger.histories import history_position
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
+from ..option_table import DUMP_OPTIONS
 from ..views import INFO, Continuation, dump_options, dump_thread, render, render_info, session_info
-from ..views.options import OPTIONS, VALUED
 from .base import TidOptionCommand, help_paragraphs
-
-
-class NoTraceError(LldbTraceError):
-    """The selected target was not loaded from a trace."""
-
-
-def selected_trace(debugger, exe_ctx):
-    """The ProcessTrace of the command's target, or a one-line error saying how to get one."""
-    target = exe_ctx.GetTarget() if exe_ctx.GetTarget().IsValid() else debugger.GetSelectedTarget()
-    if not target.IsValid():
-        raise NoTraceError("no target: load a trace with 'trace load BUNDLE'")
-    process_trace = registry.for_target(target)
-    if process_trace is None:
-        index = debugger.GetIndexOfTarget(target)
-        why = registry.why_dropped(target) or "load one with 'trace load BUNDLE'"
-        raise NoTraceError(f"target #{index} has no trace: {why}")
-    return target, process_trace
-
-
-def chosen_tids(process_trace, target, tids):
-    """``tids`` checked against the trace, or the selected thread's tid when none were given."""
-    if tids:
-        for tid in tids:
-            process_trace.thread(tid)  # raises for a tid the trace lacks
-        return list(dict.fromkeys(tids))
-    thread = target.GetProcess().GetSelectedThread()
-    return [thread.GetThreadID()] if thread.IsValid() else process_trace.tids[:1]
-
+from .selection import chosen_tids, selected_trace
 
 _INSTRUCTION_HELP = (
     "--instructions (-i): the last COUNT items (-c, default 10), starting OFFSET items back from the end (-o),"
@@ -102,46 +74,10 @@ class DumpCommand(TidOptionCommand):
         " (0x1f). Disassembly follows target.x86-disassembly-flavor (AT&T unless it is 'intel').",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        flag = lambda short, long, text: parser.add_option(short, long, text, default=None)  # noqa: E731
-        flag("i", "instructions", "Dump the last instructions of each thread.")
-        flag("E", "only-events", "Dump only the trace's events, no instructions.")
-        flag("C", "function-calls", "Dump the call tree of each thread.")
-        self.add_number_option("c", "count", "How many items, events or calls to show (default 10).",
-                               lldb.eArgTypeCount, default=10)  # fmt: skip
-        self.add_number_option("o", "offset", "Skip this many items, events or calls first (default 0).",
-                               lldb.eArgTypeOffset, default=0)  # fmt: skip
-        self.add_number_option("I", "id", "Start at this item index (then --offset counts from there).",
-                               lldb.eArgTypeIndex)  # fmt: skip
-        flag("f", "forwards", "Oldest first, counting --offset from the beginning.")
-        flag("a", "all", "Show every item, event or call (instead of --count).")
-        flag("T", "time", "Show timestamps (wall-clock ns with tscPerfZeroConversion, else the TSC).")
-        flag("r", "raw", "Addresses only: no symbols or disassembly.")
-        flag("K", "kind", "Show each instruction's control-flow kind (call, return, jump, far call...).")
-        flag("e", "events", "Show the trace's events between the items.")
-        flag("l", "flat", "With --function-calls: one call per line, no hierarchy.")
-        flag("N", "newest-first", "With --function-calls: newest call first (children above their callers).")
-        parser.add_option(
-            "m",
-            "module",
-            "With --function-calls: only calls of functions in modules matching this glob (the file name: 'libc.so*').",
-            default=None,
-            value_type=lldb.eArgTypeShlibName,
-        )
-        parser.add_option(
-            "n",
-            "function",
-            "With --function-calls: only calls of functions whose name (or whose PLT"
-            " stub's) matches this glob ('str*').",
-            default=None,
-            value_type=lldb.eArgTypeFunctionName,
-        )
-        flag("j", "json", "Print JSON instead of text.")
-        flag("v", "verbose", "Session info: also print the bundle file.")
-        flag("k", "continue", "Continue where the previous dump of the thread stopped (what Enter does).")
-        parser.add_option("F", "file", "Write the dump to this file.", default=None, value_type=lldb.eArgTypeFilename)
-        self.add_tid_option("A thread to dump (repeat for several; default: the selected thread).")
+    options = DUMP_OPTIONS
+
+    def __init__(self, debugger, internal_dict):
+        super().__init__(debugger, internal_dict)
         self.continuations = {}  # (process id, tid, mode, forwards) -> where the next dump starts
 
     def get_repeat_command(self, command):
@@ -157,8 +93,7 @@ class DumpCommand(TidOptionCommand):
             result.SetError(f"unexpected argument '{args[0]}': give threads with -t TID")
             return
         parser = self.get_parser()
-        given = {name: getattr(parser, name) if name in VALUED else True for name in OPTIONS if parser.was_set(name)}
-        options = dump_options(given)
+        options = dump_options(self.given_options())
         target, process_trace = selected_trace(debugger, exe_ctx)
         tids = chosen_tids(process_trace, target, self.tids)
         if options.mode == INFO:

@@ -5,28 +5,18 @@ import lldb
 from ..api import ThreadTrace
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
-from ..export import export
-from .base import TidOptionCommand, help_paragraphs
-from .dump import chosen_tids, selected_trace
-
-FORMATS = (
-    ("chrome", "Chrome Trace Event JSON: a timeline for ui.perfetto.dev or chrome://tracing"),
-    ("perfetto", "a Perfetto protobuf trace for ui.perfetto.dev"),
-    ("folded", "folded stacks for flamegraph.pl, inferno or speedscope"),
-    ("speedscope", "speedscope's JSON: a flame chart per thread"),
-)
-WEIGHTS = (
-    ("instructions", "item indices as the axis; instructions as folded stacks' weights"),
-    ("time", "nanoseconds (TSC ticks without a conversion): needs a trace with timestamps"),
-)
+from ..export import FORMATS, WEIGHTS, export
+from ..option_table import RANGE, TID, Option
+from .base import TidOptionCommand, help_paragraphs, listed
+from .selection import chosen_tids, selected_trace
 
 
 class ExportCommand(TidOptionCommand):
     name = "export"
     short_help = "Write the trace's calls as a timeline (Chrome JSON, Perfetto) or a flame graph (folded, speedscope)."
     long_help = help_paragraphs(
-        "Usage: pt export --format chrome|perfetto|folded|speedscope PATH [-t TID ...] [--all-threads]"
-        " [--range FROM:TO] [--min-duration D] [--weight instructions|time] [--force]",
+        f"Usage: pt export --format {'|'.join(FORMATS)} PATH [-t TID ...] [--all-threads]"
+        f" [--range FROM:TO] [--min-duration D] [--weight {'|'.join(WEIGHTS)}] [--force]",
         "Writes every call of the selected thread (or each -t TID, or --all-threads) to PATH. chrome: a Trace Event"
         " JSON timeline, one complete event per call, one track per thread, gaps as instant events (timestamps in"
         " microseconds with their fraction). perfetto: the same timeline as a Perfetto protobuf trace (a slice per"
@@ -44,25 +34,23 @@ class ExportCommand(TidOptionCommand):
         " existing PATH is replaced only with --force.",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        self.add_choice_option("F", "format", "What to write.", FORMATS, None)
-        self.add_tid_option("A thread to export (repeat for several; default: the selected thread).")
-        parser.add_option("a", "all-threads", "Export every traced thread of the target.", default=None)
-        parser.add_option("r", "range", "Only items FROM:TO of each thread (e.g. 1000:2000, -5000:).", default=None,
-                          value_type=lldb.eArgTypeValue)  # fmt: skip
-        parser.add_option("m", "min-duration", "Leave out calls shorter than this (100 instructions, or 10us).",
-                          default=None, dest="min_duration", value_type=lldb.eArgTypeValue)  # fmt: skip
-        self.add_choice_option("w", "weight", "The axis and the folded weights.", WEIGHTS, None)
-        parser.add_option("f", "force", "Replace PATH if it exists.", default=None)
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plain")])
+    options = (
+        Option("F", "format", "What to write.", choices=tuple((name, form.about) for name, form in FORMATS.items())),
+        TID.with_help("A thread to export (repeat for several; default: the selected thread)."),
+        Option("a", "all-threads", "Export every traced thread of the target."),
+        RANGE.with_help("Only items FROM:TO of each thread (e.g. 1000:2000, -5000:)."),
+        Option("m", "min-duration", "Leave out calls shorter than this (100 instructions, or 10us).", "Value"),
+        Option("w", "weight", "The axis and the folded weights.", choices=tuple(WEIGHTS.items())),
+        Option("f", "force", "Replace PATH if it exists."),
+    )
+    arguments = ("Filename", "plain")
 
     def run(self, debugger, args, exe_ctx, result):
         parser = self.get_parser()
         if len(args) != 1:
             raise LldbTraceError("give one file to write: pt export --format FORMAT PATH")
         if not parser.was_set("format"):
-            raise LldbTraceError("give --format chrome, perfetto, folded or speedscope")
+            raise LldbTraceError(f"give --format {listed(list(FORMATS))}")
         if parser.was_set("all-threads") and self.tids:
             raise LldbTraceError("give either -t TID or --all-threads, not both")
         target, process_trace = selected_trace(debugger, exe_ctx)

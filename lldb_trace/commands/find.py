@@ -5,6 +5,7 @@ import lldb
 from ..debugger import histories
 from ..errors import LldbTraceError
 from ..history import queries
+from ..option_table import TID, Option
 from ..views.matches import match_entries, matches_json, matches_text
 from .base import TidOptionCommand, help_paragraphs, parse_number
 
@@ -24,18 +25,15 @@ class FindCommand(TidOptionCommand):
         f" the newest N (default {DEFAULT_COUNT}; 0: all).",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        self.add_tid_option("The thread to search (default: the selected thread).")
-        parser.add_option("f", "function", "Calls of this function.", default=None,
-                          value_type=lldb.eArgTypeFunctionName)  # fmt: skip
-        parser.add_option("l", "line", "Executions of this source line (FILE:LINE).", default=None,
-                          value_type=lldb.eArgTypeFileLineColumn)  # fmt: skip
-        parser.add_option("a", "address", "Executions of the instruction at this address.", default=None,
-                          value_type=lldb.eArgTypeAddressOrExpression)  # fmt: skip
-        self.add_number_option("c", "count", f"How many to list, newest first (default {DEFAULT_COUNT}; 0: all).",
-                               lldb.eArgTypeCount, default=str(DEFAULT_COUNT), dest="count")  # fmt: skip
-        parser.add_option("j", "json", "Print JSON.", default=None)
+    options = (
+        TID.with_help("The thread to search (default: the selected thread)."),
+        Option("f", "function", "Calls of this function.", "FunctionName"),
+        Option("l", "line", "Executions of this source line (FILE:LINE).", "FileLineColumn"),
+        Option("a", "address", "Executions of the instruction at this address.", "AddressOrExpression"),
+        Option("c", "count", f"How many to list, newest first (default {DEFAULT_COUNT}; 0: all).", "Count", "number",
+               default=DEFAULT_COUNT),
+        Option("j", "json", "Print JSON."),
+    )  # fmt: skip
 
     def run(self, debugger, args, exe_ctx, result):
         parser = self.get_parser()

@@ -2,11 +2,12 @@
 
 import lldb
 
-from ..bundle import load_bundle
 from ..debugger import registry
 from ..debugger.postmortem import create_targets
 from ..decode.truncation import find_file_cut
+from ..option_table import SEARCH_PATH, SYSROOT, Option
 from ..perf_data import BinarySearch
+from ..trace_files import load_trace
 from ..views import info_text
 from .base import TraceCommand, help_paragraphs
 from .dump import lldb_session_info
@@ -32,36 +33,15 @@ class LoadCommand(TraceCommand):
         " read, load address, size, uuid) and every thread's trace.",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        parser.add_option("v", "verbose", "Also print each target's modules and threads' traces.", default=None)
-        parser.add_option(
-            "s", "search-path", "A perf.data's binaries may be in this folder (repeatable).", default=None,
-            value_type=lldb.eArgTypeDirectoryName,
-        )  # fmt: skip
-        parser.add_option(
-            "r", "sysroot", "A perf.data's binaries may be at their paths under this root (repeatable).", default=None,
-            value_type=lldb.eArgTypeDirectoryName,
-        )  # fmt: skip
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plus")])
-        self.folders = {"search-path": [], "sysroot": []}
-
-    def option_parsing_started(self):
-        super().option_parsing_started()
-        self.folders = {"search-path": [], "sysroot": []}
-
-    def set_option_value(self, exe_ctx, opt_name, opt_value):
-        if opt_name not in self.folders:
-            return super().set_option_value(exe_ctx, opt_name, opt_value)
-        self.folders[opt_name].append(opt_value)
-        return True
+    options = (Option("v", "verbose", "Also print each target's modules and threads' traces."), SEARCH_PATH, SYSROOT)
+    arguments = ("Filename", "plus")
 
     def run(self, debugger, args, exe_ctx, result):
         if not args:
             result.SetError("give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)")
             return
-        binaries = BinarySearch.default(self.folders["sysroot"], self.folders["search-path"])
-        bundles = [load_bundle(path, binaries) for path in args]  # check every bundle before creating any target
+        binaries = BinarySearch.default(self.values("sysroot"), self.values("search-path"))
+        bundles = [load_trace(path, binaries) for path in args]  # check every bundle before creating any target
         for bundle in bundles:
             targets = create_targets(debugger, bundle)
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")

@@ -7,17 +7,13 @@ import lldb
 from ..debugger import histories
 from ..errors import LldbTraceError
 from ..export.output import staged
-from ..profile import SORTS, profile
+from ..option_table import RANGE, TID, Option
+from ..profile import GROUPINGS, SORTS, profile
 from ..views.profile import profile_json, profile_text
 from .base import TidOptionCommand, choice, help_paragraphs, listed
-from .dump import chosen_tids, selected_trace
+from .selection import chosen_tids, selected_trace
 
 DEFAULT_COUNT = 20
-GROUPINGS = (
-    ("function", "one row per function (the default)"),
-    ("line", "one row per source line (per function where there is no line information)"),
-    ("module", "one row per module"),
-)
 
 
 class ProfileCommand(TidOptionCommand):
@@ -49,19 +45,18 @@ class ProfileCommand(TidOptionCommand):
         " output to PATH instead (whole or not at all).",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        self.add_tid_option("The thread to profile (default: the selected thread).")
-        self.add_choice_option("b", "by", "What a row is.", GROUPINGS, "function")
-        parser.add_option("r", "range", "Only items FROM:TO (e.g. 1000:2000, -5000:).", default=None,
-                          value_type=lldb.eArgTypeValue)  # fmt: skip
-        self.add_number_option("c", "count", f"How many rows to show (default {DEFAULT_COUNT}; 0: all).",
-                               lldb.eArgTypeCount, default=str(DEFAULT_COUNT), dest="count")  # fmt: skip
+    options = (
+        TID.with_help("The thread to profile (default: the selected thread)."),
+        Option("b", "by", "What a row is.", choices=tuple(GROUPINGS.items()), default="function"),
+        RANGE,
+        Option("c", "count", f"How many rows to show (default {DEFAULT_COUNT}; 0: all).", "Count", "number",
+               default=DEFAULT_COUNT),
         # Not a choice option: LLDB's parser refuses "inclusive" as a prefix of "inclusive-time" too.
-        parser.add_option("s", "sort", f"The order of the rows: {listed(SORTS)} (default: exclusive).",
-                          default="exclusive", value_type=lldb.eArgTypeSortOrder)  # fmt: skip
-        parser.add_option("j", "json", "Print JSON.", default=None)
-        parser.add_option("F", "file", "Write the output to this file.", default=None, value_type=lldb.eArgTypeFilename)
+        Option("s", "sort", f"The order of the rows: {listed(SORTS)} (default: exclusive).", "SortOrder",
+               default="exclusive"),
+        Option("j", "json", "Print JSON."),
+        Option("F", "file", "Write the output to this file.", "Filename"),
+    )  # fmt: skip
 
     def run(self, debugger, args, exe_ctx, result):
         parser = self.get_parser()

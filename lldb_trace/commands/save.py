@@ -3,9 +3,10 @@
 import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
+from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
 from .base import TraceCommand
-from .dump import selected_trace
+from .selection import selected_trace
 
 
 class SaveCommand(TraceCommand):
@@ -23,18 +24,12 @@ class SaveCommand(TraceCommand):
         " not apply."
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        parser.add_option("c", "copy-images", "Copy every module file into the bundle.", default=None)
-        parser.add_option("f", "force", "Overwrite existing files.", default=None)
-        self.add_choice_option(
-            "F",
-            "format",
-            "What to write.",
-            (("json", "a trace bundle (default)"), ("perf", "a perf.data file")),
-            "json",
-        )
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plain")])
+    options = (
+        Option("c", "copy-images", "Copy every module file into the bundle."),
+        Option("f", "force", "Overwrite existing files."),
+        Option("F", "format", "What to write.", choices=BUNDLE_FORMATS, default="json"),
+    )
+    arguments = ("Filename", "plain")
 
     def run(self, debugger, args, exe_ctx, result):
         if len(args) != 1:

@@ -21,9 +21,10 @@ import lldb
 from ..api import ThreadTrace
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
+from ..option_table import RANGE, TID
 from ..progress import WorkInterruptedError
 from .base import TidOptionCommand, help_paragraphs
-from .dump import chosen_tids, selected_trace
+from .selection import chosen_tids, selected_trace
 
 CALLBACKS = ("on_call", "on_return", "on_gap", "on_instruction")
 
@@ -50,12 +51,8 @@ class ScriptCommand(TidOptionCommand):
         " script's file and line. Ctrl-C stops the walk.",
     )
 
-    def setup_command_definition(self):
-        parser = self.get_parser()
-        self.add_tid_option("The thread to walk (default: the selected thread).")
-        parser.add_option("r", "range", "Only items FROM:TO (e.g. 1000:2000, -5000:).", default=None,
-                          value_type=lldb.eArgTypeValue)  # fmt: skip
-        parser.add_argument_set([parser.make_argument_element(lldb.eArgTypeFilename, repeat="plus")])
+    options = (TID.with_help("The thread to walk (default: the selected thread)."), RANGE)
+    arguments = ("Filename", "plus")
 
     def run(self, debugger, args, exe_ctx, result):
         if not args:

@@ -10,7 +10,7 @@ untouched.
 import lldb
 
 from .. import progress
-from ..capture import intel_pt_pmu
+from ..capture.intel_pt import pmu as intel_pt_pmu
 from ..debugger import live_session, recording_plan, registry
 from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError

@@ -1,7 +1,7 @@
 """A traced live process: its capture backend, its trace, and the stop hook that reads Intel PT buffers.
 
-``pt start`` creates a LiveSession: the backend (capture/software_backend.py
-or capture/intel_pt_backend.py), told how to read the process through LLDB,
+``pt start`` creates a LiveSession: the backend (capture/live_software/backend.py
+or capture/intel_pt/backend.py), told how to read the process through LLDB,
 and a ProcessTrace whose source is that backend (sources/live.py), registered
 for the target so the dumps and ``trace save`` find it.  ``pt stop`` freezes
 the source and keeps the trace until the process runs on untraced.
@@ -15,9 +15,9 @@ from pathlib import Path
 import lldb
 
 from ..bundle.model import Bundle, Process, Thread, ThreadStop
-from ..capture.intel_pt_backend import IntelPtBackend
+from ..capture.intel_pt.backend import IntelPtBackend
+from ..capture.live_software.backend import SoftwareBackend
 from ..capture.process_view import children_of
-from ..capture.software_backend import SoftwareBackend
 from ..errors import LldbTraceError
 from ..process_trace import ProcessTrace
 from ..sources import LiveSource, live_module

@@ -5,8 +5,8 @@
 the traced process run :func:`run_recorded`: a RecordingPlan moves the
 selected thread (through stretches predicted by an emulator, branch to
 branch, or by single steps), feeds every instruction it ran to the backend
-(capture/software_backend.py), and stops where the command would
-(stepping.py).  At each stop the recorded stream pauses (FUP + TIP.PGD at the
+(capture/live_software/backend.py), and stops where the command would
+(stop_rules.py).  At each stop the recorded stream pauses (FUP + TIP.PGD at the
 pc, as user-space PT shows a trap into the debugger).  Other threads run
 freely, untraced, while the selected one is stepped; a process the thread
 creates (fork, vfork, clone without CLONE_THREAD) is let go by LLDB and runs
@@ -15,12 +15,12 @@ untraced: its pid is noted (``trace dump``, ``trace save``).
 
 import lldb
 
-from ..capture import emulation
+from ..capture.live_software import emulation
+from ..capture.live_software.backend import UntracedRun
 from ..capture.process_view import caught_signals, read_maps
-from ..capture.software_backend import UntracedRun
 from . import registry
 from .live_session import LiveTraceError
-from .stepping import StopRule, line_of
+from .stop_rules import StopRule, line_of
 
 PLAN_CLASS = f"{__name__}.RecordingPlan"
 # The stops of a thread that created a process (fork, vfork, clone without CLONE_THREAD); the child's pid is
@@ -42,7 +42,7 @@ class RecordingPlan:
     anywhere), so there they single-step; a call they do not stop in (any call for ``next``, a
     call into code without line information for ``step``) runs out like a ``finish``.
     ``continue`` and ``finish`` only need to stop at breakpoints and returns.  From each stop the
-    emulator predicts the thread's path (capture/emulation.py) until something it must not run;
+    emulator predicts the thread's path (capture/live_software/emulation.py) until something it must not run;
     the thread runs to the stretch's end with one breakpoint (a RunToAddress sub-plan, again for
     each pass of a loop), and the stretch is recorded if the thread's registers there are the
     predicted ones, a gap otherwise.  Where the emulator cannot start (a system call, AVX code...),

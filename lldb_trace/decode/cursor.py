@@ -9,7 +9,7 @@ address is (symbol, line, disassembly) comes from a symbolizer, on demand.
 from dataclasses import dataclass, field, replace
 
 from ..errors import LldbTraceError
-from .decoded_thread import CHECKPOINT_SPACING, EventRecord, Gap
+from .decoded_thread import EventRecord, Gap
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,6 @@ class Item:
     events: list[EventRecord] = field(default_factory=list)  # events just before this item
     tsc: int | None = None
     symbolizer: object = field(default=None, repr=False, compare=False)
-
-    @property
-    def is_error(self):
-        return self.gap is not None
 
     @property
     def kind(self):
@@ -196,32 +192,3 @@ def runs(decoded, start, expander):
                     yield base + first + skip, expander.addresses(part.block_ips[entry], size)[skip:]
                 first += size or 1
         local = 0
-
-
-def entry_positions(decoded, indices):
-    """``(part number, entry position, first item of the entry)`` holding each of ``indices``, in one forward sweep.
-
-    ``indices`` must be sorted and below ``item_count``: each lookup walks on
-    from the previous one (jumping by checkpoint when that is shorter), so
-    many nearby lookups cost one pass over the entries, never a search each.
-    """
-    parts, starts = decoded.parts, decoded.part_starts
-    k, position, first = 0, None, 0
-    for index in indices:
-        while index >= starts[k] + parts[k].item_count:
-            k, position = k + 1, None
-        part, local = parts[k], index - starts[k]
-        if position is None or local < first or _beyond_next_checkpoint(part, position, local):
-            position, first = part.locate(local)
-        else:
-            entries, sizes = part.entries, part.block_sizes
-            while local >= first + (sizes[entries[position]] or 1):
-                first += sizes[entries[position]] or 1
-                position += 1
-        yield k, position, first
-
-
-def _beyond_next_checkpoint(part, position, local):
-    """Is item ``local`` past the checkpoint after entry ``position`` (so that a search beats walking)?"""
-    checkpoint = position // CHECKPOINT_SPACING + 1
-    return checkpoint < len(part.checkpoints) and local >= part.checkpoints[checkpoint]

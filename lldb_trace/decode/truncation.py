@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, replace
 
 from .. import libipt
-from ..bundle.file_checks import PSB
 from ..libipt import LibiptError, PacketType
+from ..libipt.psb import PSB
 
 _IP_PACKETS = {0x0D: PacketType.TIP, 0x11: PacketType.TIP_PGE, 0x01: PacketType.TIP_PGD, 0x1D: PacketType.FUP}
 _IP_BYTES = {0: 0, 1: 2, 2: 4, 3: 6, 4: 6, 6: 8}  # by IP compression (the header's top 3 bits)

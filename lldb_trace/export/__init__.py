@@ -9,6 +9,7 @@ No LLDB here.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -20,13 +21,39 @@ from . import chrome, folded, perfetto, speedscope
 from .output import check_path, staged
 from .stacks import Axis, Job, Names, thread_calls
 
-FORMATS = {"chrome": chrome, "perfetto": perfetto, "folded": folded, "speedscope": speedscope}
-WEIGHTS = ("instructions", "time")
-VIEWERS = {
-    "chrome": "open it in https://ui.perfetto.dev or chrome://tracing",
-    "perfetto": "open it in https://ui.perfetto.dev",
-    "folded": "draw it with flamegraph.pl or inferno-flamegraph, or open it in speedscope",
-    "speedscope": "open it in https://www.speedscope.app or with 'speedscope FILE' (npm install -g speedscope)",
+
+@dataclass(frozen=True)
+class Format:
+    """An export format: what writes it, what it is (``pt export``'s help) and what opens it (its summary)."""
+
+    write: Callable
+    about: str
+    viewer: str
+
+
+FORMATS = {
+    "chrome": Format(
+        chrome.write,
+        "Chrome Trace Event JSON: a timeline for ui.perfetto.dev or chrome://tracing",
+        "open it in https://ui.perfetto.dev or chrome://tracing",
+    ),
+    "perfetto": Format(
+        perfetto.write, "a Perfetto protobuf trace for ui.perfetto.dev", "open it in https://ui.perfetto.dev"
+    ),
+    "folded": Format(
+        folded.write,
+        "folded stacks for flamegraph.pl, inferno or speedscope",
+        "draw it with flamegraph.pl or inferno-flamegraph, or open it in speedscope",
+    ),
+    "speedscope": Format(
+        speedscope.write,
+        "speedscope's JSON: a flame chart per thread",
+        "open it in https://www.speedscope.app or with 'speedscope FILE' (npm install -g speedscope)",
+    ),
+}
+WEIGHTS = {  # the axis of an export, with what it means (pt export's help)
+    "instructions": "item indices as the axis; instructions as folded stacks' weights",
+    "time": "nanoseconds (TSC ticks without a conversion): needs a trace with timestamps",
 }
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-zµ]*)")
 _NS_PER = {"": 1, "ns": 1, "us": 1000, "µs": 1000, "ms": 10**6, "s": 10**9}
@@ -59,7 +86,7 @@ class ExportResult:
             notes.append(f"{dropped} shorter calls left out")
         if self.skipped:
             notes.append(f"nothing traced in thread{'s' if len(self.skipped) > 1 else ''} {_listed(self.skipped)}")
-        return f"Wrote {self.calls} calls of {what} to {self.path} ({'; '.join(notes)}): {VIEWERS[self.format]}"
+        return f"Wrote {self.calls} calls of {what} to {self.path} ({'; '.join(notes)}): {FORMATS[self.format].viewer}"
 
 
 def export(threads, format, path, item_range=None, min_duration=None, weight=None, force=False):
@@ -77,7 +104,7 @@ def export(threads, format, path, item_range=None, min_duration=None, weight=Non
     if format not in FORMATS:
         raise ExportError(f"unknown format '{format}': choose {', '.join(FORMATS)}")
     if weight is not None and weight not in WEIGHTS:
-        raise ExportError(f"unknown weight '{weight}': choose instructions or time")
+        raise ExportError(f"unknown weight '{weight}': choose {' or '.join(WEIGHTS)}")
     if hasattr(threads, "threads"):  # an api.Trace
         threads = threads.threads
     threads = _unique([threads] if hasattr(threads, "tid") else threads)

@@ -1,4 +1,4 @@
-"""``reverse-step`` and ``reverse-next`` through history (design.md "Time travel"; GDB 14's fixed rules).
+"""``reverse-step`` and ``reverse-next`` through history (GDB 14's fixed rules; docs/time-travel.md).
 
 A *line* is a run of consecutive instructions of one frame with one line
 number; the calls made from inside the run belong to it, the several

@@ -1,8 +1,8 @@
 """Moving through a thread's history with GDB's stepping semantics, forwards and backwards.
 
 The reference is GDB's reverse execution (``record full``), with the
-behaviour GDB 14 fixed where GDB 13 is inconsistent (see design.md and
-test_traces/history/):
+behaviour GDB 14 fixed where GDB 13 is inconsistent (see docs/time-travel.md
+and test_traces/history/):
 
 - ``step``/``next`` forwards stop where GDB stops a live process
   (forward_lines.py); ``reverse-step``/``reverse-next`` go to the start of a

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from .enums import CpuVendor
 from .error import check
 from .native import lib
+from .psb import PSB
 from .structs import pt_config, pt_cpu, pt_errata
 
 # pt_errata bit positions, in intel-pt.h order.
 ERRATA_NAMES = ("bdm70", "bdm64", "skd007", "skd022", "skd010", "skl014", "apl12", "apl11", "skl168", "skz84")
 
 # The PSB payload pattern as an aligned 64-bit word sees it, in either phase.
-_PSB_WORDS = (bytes.fromhex("0282") * 4, bytes.fromhex("8202") * 4)
+_PSB_WORDS = (PSB[:8], PSB[1:9])
 
 # pt_conf_flags bits (variant word 0).
 BLOCK_END_ON_CALL = 1 << 0

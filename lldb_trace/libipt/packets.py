@@ -1,161 +1,84 @@
 """Intel PT packets as Python values, converted to and from ``struct pt_packet``.
 
-One small frozen dataclass per packet type.  The payload union is packed with
-``struct`` at the byte offsets GCC gives it on x86-64 (bit-fields included), so
-no ctypes bit-field layout is relied upon.
+One small frozen dataclass per packet type, made from its payload's layout:
+the fields of libipt's payload union at the byte offsets GCC gives them on
+x86-64, with the bits of each bit-field.  That one table gives the class its
+attributes and both conversions, done with ``struct``, so no ctypes
+bit-field layout is relied upon.
 """
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, make_dataclass
+from typing import NamedTuple
 
 from .enums import ExecMode, IpCompression, ModeLeaf, PacketType
 from .structs import pt_packet
 
-_BY_TYPE = {}
+_PAYLOAD_SIZE = 16
 
 
-def _packet(cls):
-    cls = dataclass(frozen=True)(cls)
-    _BY_TYPE[cls.TYPE] = cls
-    return cls
+class PayloadField(NamedTuple):
+    """A field of the payload: a ``code`` (struct's B, H, I or Q) at byte ``offset``, or of it only ``width``
+    bits from ``bit`` (a one-bit field is a bool).  ``values`` turns the number into the attribute's value:
+    an enum, or a dict from each value to its number.  A field without a name always holds ``default``."""
+
+    name: str
+    code: str
+    offset: int
+    bit: int | None = None
+    width: int = 1
+    values: object = None
+    default: object = MISSING
+
+    @property
+    def kind(self):
+        """The attribute's type."""
+        if isinstance(self.values, dict):
+            return type(next(iter(self.values)))
+        return self.values or (bool if self.bit is not None and self.width == 1 else int)
+
+    def read(self, payload):
+        number = struct.unpack_from(f"<{self.code}", payload, self.offset)[0]
+        if self.bit is not None:
+            number = number >> self.bit & (1 << self.width) - 1
+        if isinstance(self.values, dict):
+            return next(value for value, coded in self.values.items() if coded == number)
+        return self.kind(number)
+
+    def write(self, payload, value):
+        number = self.values[value] if isinstance(self.values, dict) else int(value)
+        if self.bit is not None:  # bit-fields share their unit: add to what is there
+            number = struct.unpack_from(f"<{self.code}", payload, self.offset)[0] | number << self.bit
+        struct.pack_into(f"<{self.code}", payload, self.offset, number)
 
 
 class Packet:
     """Base of all packets.  ``size`` is the encoded length, known after decoding."""
 
     TYPE = PacketType.INVALID
-
-    def _pack(self):
-        return b""
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(size=size)
+    LAYOUT = ()  # the PayloadFields of the packet's payload
 
     def to_c(self):
         c = pt_packet()
         c.type = int(self.TYPE)
         c.size = self.size
-        data = self._pack()
-        c.payload[: len(data)] = data
+        payload = bytearray(_PAYLOAD_SIZE)
+        for part in self.LAYOUT:
+            part.write(payload, getattr(self, part.name) if part.name else part.default)
+        c.payload[:] = payload
         return c
 
-
-def from_c(c):
-    """Convert a decoded ``pt_packet`` to its Python packet."""
-    cls = _BY_TYPE.get(c.type, Unknown)
-    payload = bytes(c.payload)
-    if cls is Unknown:
-        return Unknown(raw_type=c.type, size=c.size)
-    if cls is ModeExec:
-        leaf = struct.unpack_from("<I", payload)[0]
-        if leaf == ModeLeaf.TSX:
-            return ModeTsx._unpack(payload, c.size)
-    return cls._unpack(payload, c.size)
-
-
-def _bit(word, index):
-    return bool(word >> index & 1)
-
-
-# Packets without payload.
-
-
-@_packet
-class Pad(Packet):
-    TYPE = PacketType.PAD
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class Psb(Packet):
-    TYPE = PacketType.PSB
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class Psbend(Packet):
-    TYPE = PacketType.PSBEND
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class Ovf(Packet):
-    TYPE = PacketType.OVF
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class Stop(Packet):
-    TYPE = PacketType.STOP
-    size: int = field(default=0, compare=False)
-
-
-@dataclass(frozen=True)
-class Unknown(Packet):
-    """A packet libipt could not classify (only ever decoded, never encoded)."""
-
-    raw_type: int = PacketType.UNKNOWN
-    size: int = field(default=0, compare=False)
-
-
-# IP packets: struct pt_packet_ip { enum ipc; uint64_t ip; }.
+    @classmethod
+    def from_payload(cls, payload, size):
+        return cls(**{part.name: part.read(payload) for part in cls.LAYOUT if part.name}, size=size)
 
 
 class _IpPacket(Packet):
-    def _pack(self):
-        return struct.pack("<I4xQ", int(self.ipc), self.ip)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        ipc, ip = struct.unpack_from("<I4xQ", payload)
-        return cls(ipc=IpCompression(ipc), ip=ip, size=size)
-
-
-@_packet
-class Fup(_IpPacket):
-    TYPE = PacketType.FUP
-    ipc: IpCompression
-    ip: int
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class Tip(_IpPacket):
-    TYPE = PacketType.TIP
-    ipc: IpCompression
-    ip: int
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class TipPge(_IpPacket):
-    TYPE = PacketType.TIP_PGE
-    ipc: IpCompression
-    ip: int
-    size: int = field(default=0, compare=False)
-
-
-@_packet
-class TipPgd(_IpPacket):
-    TYPE = PacketType.TIP_PGD
-    ipc: IpCompression
-    ip: int
-    size: int = field(default=0, compare=False)
-
-
-# TNT: struct pt_packet_tnt { uint8_t bit_size; uint64_t payload; }.
-# The oldest branch is the highest of the bit_size payload bits.
+    """FUP, TIP, TIP.PGE and TIP.PGD: an IP, compressed as ``ipc`` says (percpu_scenario.py finds them by it)."""
 
 
 class _TntPacket(Packet):
-    def _pack(self):
-        return struct.pack("<B7xQ", self.bit_size, self.payload)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        bit_size, bits = struct.unpack_from("<B7xQ", payload)
-        return cls(bit_size=bit_size, payload=bits, size=size)
+    """TNT: the oldest branch is the highest of the ``bit_size`` payload bits."""
 
     @classmethod
     def from_taken(cls, taken):
@@ -167,271 +90,92 @@ class _TntPacket(Packet):
 
     def taken(self):
         """Branch outcomes, oldest first."""
-        return [_bit(self.payload, i) for i in range(self.bit_size - 1, -1, -1)]
+        return [bool(self.payload >> i & 1) for i in range(self.bit_size - 1, -1, -1)]
 
 
-@_packet
-class Tnt8(_TntPacket):
-    TYPE = PacketType.TNT_8
-    bit_size: int
-    payload: int
-    size: int = field(default=0, compare=False)
+_BY_TYPE = {}
 
 
-@_packet
-class Tnt64(_TntPacket):
-    TYPE = PacketType.TNT_64
-    bit_size: int
-    payload: int
-    size: int = field(default=0, compare=False)
+def _packet(name, packet_type, *layout, base=Packet):
+    """The packet class ``name``: its attributes are the named fields of ``layout``, then ``size``."""
+    attributes = [(part.name, part.kind, field(default=part.default)) for part in layout if part.name] + [
+        ("size", int, field(default=0, compare=False))
+    ]
+    namespace = {"TYPE": packet_type, "LAYOUT": layout, "__module__": __name__}
+    cls = make_dataclass(name, attributes, bases=(base,), namespace=namespace, frozen=True)
+    _BY_TYPE.setdefault(packet_type, cls)  # MODE: ModeExec, unless the leaf says TSX (from_c)
+    return cls
 
 
-# MODE: struct pt_packet_mode { enum leaf; union { exec; tsx } bits; }.
+def _flag(name, code, offset, bit):
+    return PayloadField(name, code, offset, bit=bit, default=False)
 
 
-@_packet
-class ModeExec(Packet):
-    TYPE = PacketType.MODE
-    mode: ExecMode
-    size: int = field(default=0, compare=False)
+_IP = (PayloadField("ipc", "I", 0, values=IpCompression), PayloadField("ip", "Q", 8))  # struct pt_packet_ip
+_TNT = (PayloadField("bit_size", "B", 0), PayloadField("payload", "Q", 8))  # struct pt_packet_tnt
+_LEAF = PayloadField("", "I", 0)  # struct pt_packet_mode: enum pt_mode_leaf, then the leaf's bit-fields at 4
+_EXEC_BITS = {ExecMode.BIT64: 0b01, ExecMode.BIT32: 0b10, ExecMode.BIT16: 0b00, ExecMode.UNKNOWN: 0b11}  # csl, csd
 
-    _BITS = {ExecMode.BIT64: 0b01, ExecMode.BIT32: 0b10, ExecMode.BIT16: 0b00, ExecMode.UNKNOWN: 0b11}
-
-    def _pack(self):
-        return struct.pack("<II", ModeLeaf.EXEC, self._BITS[self.mode])
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        bits = struct.unpack_from("<I", payload, 4)[0] & 0b11
-        mode = {v: k for k, v in cls._BITS.items()}[bits]
-        return cls(mode=mode, size=size)
+# Packets without payload.
+Pad = _packet("Pad", PacketType.PAD)
+Psb = _packet("Psb", PacketType.PSB)
+Psbend = _packet("Psbend", PacketType.PSBEND)
+Ovf = _packet("Ovf", PacketType.OVF)
+Stop = _packet("Stop", PacketType.STOP)
+# Control flow.
+Fup = _packet("Fup", PacketType.FUP, *_IP, base=_IpPacket)
+Tip = _packet("Tip", PacketType.TIP, *_IP, base=_IpPacket)
+TipPge = _packet("TipPge", PacketType.TIP_PGE, *_IP, base=_IpPacket)
+TipPgd = _packet("TipPgd", PacketType.TIP_PGD, *_IP, base=_IpPacket)
+Tnt8 = _packet("Tnt8", PacketType.TNT_8, *_TNT, base=_TntPacket)
+Tnt64 = _packet("Tnt64", PacketType.TNT_64, *_TNT, base=_TntPacket)
+ModeExec = _packet(
+    "ModeExec", PacketType.MODE, PayloadField("", "I", 0, default=ModeLeaf.EXEC),
+    PayloadField("mode", "I", 4, bit=0, width=2, values=_EXEC_BITS),
+)  # fmt: skip
+ModeTsx = _packet(
+    "ModeTsx", PacketType.MODE, PayloadField("", "I", 0, default=ModeLeaf.TSX),
+    PayloadField("intx", "I", 4, bit=0), PayloadField("abrt", "I", 4, bit=1),
+)  # fmt: skip
+# Timing.
+Tsc = _packet("Tsc", PacketType.TSC, PayloadField("tsc", "Q", 0))
+Cbr = _packet("Cbr", PacketType.CBR, PayloadField("ratio", "B", 0))
+Tma = _packet("Tma", PacketType.TMA, PayloadField("ctc", "H", 0), PayloadField("fc", "H", 2))
+Mtc = _packet("Mtc", PacketType.MTC, PayloadField("ctc", "B", 0))
+Cyc = _packet("Cyc", PacketType.CYC, PayloadField("value", "Q", 0))
+# Paging, virtualization and maintenance.
+Pip = _packet("Pip", PacketType.PIP, PayloadField("cr3", "Q", 0), _flag("nr", "I", 8, 0))
+Vmcs = _packet("Vmcs", PacketType.VMCS, PayloadField("base", "Q", 0))
+Mnt = _packet("Mnt", PacketType.MNT, PayloadField("payload", "Q", 0))
+# Power events and PTWRITE.
+Exstop = _packet("Exstop", PacketType.EXSTOP, _flag("ip", "I", 0, 0))
+Mwait = _packet("Mwait", PacketType.MWAIT, PayloadField("hints", "I", 0), PayloadField("ext", "I", 4))
+Pwre = _packet(
+    "Pwre", PacketType.PWRE, PayloadField("state", "B", 0), PayloadField("sub_state", "B", 1), _flag("hw", "B", 2, 0)
+)
+Pwrx = _packet(
+    "Pwrx", PacketType.PWRX, PayloadField("last", "B", 0), PayloadField("deepest", "B", 1),
+    _flag("interrupt", "B", 2, 0), _flag("store", "B", 2, 1), _flag("autonomous", "B", 2, 2),
+)  # fmt: skip
+Ptw = _packet(
+    "Ptw", PacketType.PTW, PayloadField("payload", "Q", 0), PayloadField("plc", "B", 8), _flag("ip", "B", 9, 0)
+)
 
 
 @dataclass(frozen=True)
-class ModeTsx(Packet):
-    TYPE = PacketType.MODE
-    intx: bool
-    abrt: bool
-    size: int = field(default=0, compare=False)
+class Unknown(Packet):
+    """A packet libipt could not classify (only ever decoded, never encoded)."""
 
-    def _pack(self):
-        return struct.pack("<II", ModeLeaf.TSX, self.intx | self.abrt << 1)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        bits = struct.unpack_from("<I", payload, 4)[0]
-        return cls(intx=_bit(bits, 0), abrt=_bit(bits, 1), size=size)
-
-
-# Timing packets.
-
-
-@_packet
-class Tsc(Packet):
-    TYPE = PacketType.TSC
-    tsc: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<Q", self.tsc)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(tsc=struct.unpack_from("<Q", payload)[0], size=size)
-
-
-@_packet
-class Cbr(Packet):
-    TYPE = PacketType.CBR
-    ratio: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<B", self.ratio)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(ratio=payload[0], size=size)
-
-
-@_packet
-class Tma(Packet):
-    TYPE = PacketType.TMA
-    ctc: int
-    fc: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<HH", self.ctc, self.fc)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        ctc, fc = struct.unpack_from("<HH", payload)
-        return cls(ctc=ctc, fc=fc, size=size)
-
-
-@_packet
-class Mtc(Packet):
-    TYPE = PacketType.MTC
-    ctc: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<B", self.ctc)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(ctc=payload[0], size=size)
-
-
-@_packet
-class Cyc(Packet):
-    TYPE = PacketType.CYC
-    value: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<Q", self.value)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(value=struct.unpack_from("<Q", payload)[0], size=size)
-
-
-# Paging, virtualization and maintenance.
-
-
-@_packet
-class Pip(Packet):
-    TYPE = PacketType.PIP
-    cr3: int
-    nr: bool = False
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<QI", self.cr3, self.nr)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        cr3, bits = struct.unpack_from("<QI", payload)
-        return cls(cr3=cr3, nr=_bit(bits, 0), size=size)
-
-
-class _U64Packet(Packet):
-    """Packets whose payload is a single uint64_t named by FIELD."""
-
-    def _pack(self):
-        return struct.pack("<Q", getattr(self, self.FIELD))
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(struct.unpack_from("<Q", payload)[0], size=size)
-
-
-@_packet
-class Vmcs(_U64Packet):
-    TYPE = PacketType.VMCS
-    FIELD = "base"
-    base: int
+    raw_type: int = PacketType.UNKNOWN
     size: int = field(default=0, compare=False)
 
 
-@_packet
-class Mnt(_U64Packet):
-    TYPE = PacketType.MNT
-    FIELD = "payload"
-    payload: int
-    size: int = field(default=0, compare=False)
-
-
-# Power events and PTWRITE.
-
-
-@_packet
-class Exstop(Packet):
-    TYPE = PacketType.EXSTOP
-    ip: bool = False
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<I", self.ip)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(ip=_bit(payload[0], 0), size=size)
-
-
-@_packet
-class Mwait(Packet):
-    TYPE = PacketType.MWAIT
-    hints: int
-    ext: int
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<II", self.hints, self.ext)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        hints, ext = struct.unpack_from("<II", payload)
-        return cls(hints=hints, ext=ext, size=size)
-
-
-@_packet
-class Pwre(Packet):
-    TYPE = PacketType.PWRE
-    state: int
-    sub_state: int
-    hw: bool = False
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<BBB", self.state, self.sub_state, self.hw)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        return cls(state=payload[0], sub_state=payload[1], hw=_bit(payload[2], 0), size=size)
-
-
-@_packet
-class Pwrx(Packet):
-    TYPE = PacketType.PWRX
-    last: int
-    deepest: int
-    interrupt: bool = False
-    store: bool = False
-    autonomous: bool = False
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        flags = self.interrupt | self.store << 1 | self.autonomous << 2
-        return struct.pack("<BBB", self.last, self.deepest, flags)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        flags = payload[2]
-        return cls(
-            last=payload[0],
-            deepest=payload[1],
-            interrupt=_bit(flags, 0),
-            store=_bit(flags, 1),
-            autonomous=_bit(flags, 2),
-            size=size,
-        )
-
-
-@_packet
-class Ptw(Packet):
-    TYPE = PacketType.PTW
-    payload: int
-    plc: int
-    ip: bool = False
-    size: int = field(default=0, compare=False)
-
-    def _pack(self):
-        return struct.pack("<QBB", self.payload, self.plc, self.ip)
-
-    @classmethod
-    def _unpack(cls, payload, size):
-        value, plc, flags = struct.unpack_from("<QBB", payload)
-        return cls(payload=value, plc=plc, ip=_bit(flags, 0), size=size)
+def from_c(c):
+    """Convert a decoded ``pt_packet`` to its Python packet."""
+    cls = _BY_TYPE.get(c.type)
+    if cls is None:
+        return Unknown(raw_type=c.type, size=c.size)
+    payload = bytes(c.payload)
+    if cls is ModeExec and _LEAF.read(payload) == ModeLeaf.TSX:
+        cls = ModeTsx
+    return cls.from_payload(payload, c.size)

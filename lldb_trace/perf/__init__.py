@@ -12,7 +12,7 @@ What <linux/perf_event.h> defines and lldb_trace reads or writes:
 
 The tests check every size, offset, flag bit and number here against
 ``<linux/perf_event.h>`` as the C compiler sees it.  Opening events is
-capture's job (``capture/perf_event.py``); what context switch records mean
+capture's job (``capture/intel_pt/perf_event.py``); what context switch records mean
 for a per-cpu trace is the sources' (``sources/context_switches.py``).
 Reading and writing perf.data files (a header, the attrs, then these records)
 will live here too, in ``perf/data_file.py`` beside :mod:`.records`.

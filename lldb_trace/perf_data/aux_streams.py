@@ -34,7 +34,7 @@ single PSB ends with a break that says so: none of it can be decoded.
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from ..bundle.file_checks import PSB
+from ..libipt.psb import PSB
 from ..perf.sideband import PERF_AUX_FLAG_OVERWRITE, PERF_AUX_FLAG_PARTIAL, PERF_AUX_FLAG_TRUNCATED
 from .reader import PerfDataError
 from .sideband_records import MAX_TASK_ID

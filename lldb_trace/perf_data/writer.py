@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from .. import libipt
 from ..elf_info import ElfInfo
+from ..libipt.psb import PSB
 from ..perf import attr as perf_attr
 from ..perf.auxtrace import IntelPtInfo, pack_auxtrace, pack_finished_round, pack_time_conv
 from ..perf.data_file import (
@@ -71,7 +72,6 @@ TRACE_ID = 1  # the ids of the trace's event and of the sideband's
 SIDEBAND_ID = 2
 _ID_LAYOUT = SampleIdLayout(SAMPLE_TYPE)
 _PAGE = 0x1000
-_PSB = b"\x02\x82" * 8
 ATTR_SIZE = perf_attr.PERF_ATTR_SIZE_VER5  # the first size with AUX fields: every perf since Linux 4.1 reads it
 
 
@@ -265,7 +265,7 @@ def _last_tsc(trace):
     data = bytes(trace)
     last = None
     try:
-        with libipt.PacketDecoder(libipt.Config(data[max(data.rfind(_PSB), 0) :])) as decoder:
+        with libipt.PacketDecoder(libipt.Config(data[max(data.rfind(PSB), 0) :])) as decoder:
             decoder.sync_forward()
             for packet in decoder:
                 if type(packet).__name__ == "Tsc":

@@ -25,10 +25,14 @@ from ..analysis import ItemRange, frames_of, parse_range
 from ..errors import LldbTraceError
 from .by_address import count_by_address, sums
 from .keys import FUNCTION, LINE, MODULE, KeyTable, call_items, counted_calls, frame_entry_keys
-from .stacks import Intervals, outermost
+from .outermost_frames import Intervals, outermost
 from .timeline import Timeline
 
-GROUPINGS = (FUNCTION, LINE, MODULE)
+GROUPINGS = {  # what a row is, with what it means (pt profile's help)
+    FUNCTION: "one row per function (the default)",
+    LINE: "one row per source line (per function where there is no line information)",
+    MODULE: "one row per module",
+}
 SORTS = ("exclusive", "inclusive", "calls", "name", "time", "inclusive-time")
 
 
@@ -83,7 +87,8 @@ class Profile:
 def profile(process_trace, tid, symbolizer, by=FUNCTION, item_range=None):
     """The Profile of thread ``tid`` by ``by`` over ``item_range`` (an ItemRange, ``FROM:TO`` text, or None: all)."""
     if by not in GROUPINGS:
-        raise ProfileError(f"unknown grouping '{by}': choose {', '.join(GROUPINGS[:-1])} or {GROUPINGS[-1]}")
+        *others, last = GROUPINGS
+        raise ProfileError(f"unknown grouping '{by}': choose {', '.join(others)} or {last}")
     decoded = process_trace.decoded(tid)
     if decoded is None:
         raise ProfileError(f"thread {tid} has no trace to profile")

@@ -151,9 +151,6 @@ class ContextSwitchTrace:
     loss_records: int = 0  # PERF_RECORD_LOST and friends: switches may be missing around them
     ignored_tail: int = 0  # bytes of an incomplete record at the end of the file, skipped
 
-    def executions_of(self, tid):
-        return [execution for execution in self.executions if execution.tid == tid]
-
 
 def read_context_switches(path, cpu, conversion):
     """Parse the context switch trace file of ``cpu`` (see :func:`parse_context_switches`)."""

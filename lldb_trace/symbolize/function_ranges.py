@@ -38,11 +38,6 @@ class FunctionRanges:
             found = self._cache[address] = self._lookup(address)
         return found
 
-    def is_entry(self, address):
-        """Is ``address`` the first instruction of a function?"""
-        found = self.containing(address)
-        return found is not None and found[0] == address
-
     def _lookup(self, address):
         for module in self._modules:
             for segment in module.segments:

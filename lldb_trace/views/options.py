@@ -3,45 +3,22 @@
 A dump shows one of four things, chosen by its mode options: the session info
 (no mode option), ``--instructions``, ``--only-events`` or
 ``--function-calls``.  An option meant for another dump is an error that
-names the dump it is for, so that none is accepted and then ignored.
+names the dump it is for, so that none is accepted and then ignored.  The
+options themselves, with the dumps each applies to, are declared once in
+option_table.py, where both commands' parsers are built from.
 """
 
 from dataclasses import dataclass
 
 from ..errors import LldbTraceError
+from ..option_table import CALLS, DUMP_OPTIONS, EVENTS, INFO, INSTRUCTIONS
 
-INFO, INSTRUCTIONS, EVENTS, CALLS = "info", "instructions", "events", "function-calls"
 _NAMES = {
     INFO: "the session info",
     INSTRUCTIONS: "--instructions",
     EVENTS: "--only-events",
     CALLS: "--function-calls",
 }
-_WINDOWS = (INSTRUCTIONS, EVENTS, CALLS)
-
-# option -> the dumps it applies to.  An option not listed here (--json, --file, --tid) applies to all.
-APPLIES_TO = {
-    "instructions": (INSTRUCTIONS, EVENTS),
-    "only-events": (EVENTS,),
-    "count": _WINDOWS,
-    "offset": _WINDOWS,
-    "all": _WINDOWS,
-    "continue": _WINDOWS,
-    "id": _WINDOWS,
-    "forwards": _WINDOWS,
-    "time": (INSTRUCTIONS, EVENTS),
-    "events": (INSTRUCTIONS, EVENTS),
-    "raw": (INSTRUCTIONS,),
-    "kind": (INSTRUCTIONS,),
-    "flat": (CALLS,),
-    "newest-first": (CALLS,),
-    "module": (CALLS,),
-    "function": (CALLS,),
-    "verbose": (INFO,),
-}
-OPTIONS = (*APPLIES_TO, "function-calls", "json")  # every option DumpOptions reads, by long name
-VALUED = ("count", "offset", "id", "module", "function")  # the ones that take a value; the others are flags
-_FLAGS = ("forwards", "time", "raw", "kind", "events", "flat", "newest-first", "json", "verbose")
 
 
 class DumpOptionError(LldbTraceError):
@@ -75,6 +52,12 @@ class DumpOptions:
         return {INSTRUCTIONS: "items", EVENTS: "events", CALLS: "calls"}[self.mode]
 
 
+# The flags that DumpOptions keeps as they are (--forwards, --json...), as opposed to those choosing the dump.
+_SHOWN = tuple(
+    option for option in DUMP_OPTIONS if not option.takes_value and option.dest in DumpOptions.__annotations__
+)
+
+
 def dump_options(given):
     """DumpOptions from ``given``: ``{long option: value}`` of the options given (flags: True); raises for misuse."""
     was_set = given.__contains__
@@ -88,7 +71,7 @@ def dump_options(given):
         module=given.get("module"),
         function=given.get("function"),
         continuing="continue" in given,
-        **{flag.replace("-", "_"): flag in given for flag in _FLAGS},
+        **{flag.dest: flag.long in given for flag in _SHOWN},
     )
 
 
@@ -105,7 +88,7 @@ def dump_mode(was_set):
 
 def check_options(was_set, mode):
     """Raise for the first option given that does nothing in ``mode``."""
-    for option, modes in APPLIES_TO.items():
-        if was_set(option) and mode not in modes:
-            meant = " and ".join(_NAMES[m] for m in modes)
-            raise DumpOptionError(f"--{option} does not apply to {_NAMES[mode]}: it is for {meant}")
+    for option in DUMP_OPTIONS:
+        if option.applies_to and was_set(option.long) and mode not in option.applies_to:
+            meant = " and ".join(_NAMES[m] for m in option.applies_to)
+            raise DumpOptionError(f"--{option.long} does not apply to {_NAMES[mode]}: it is for {meant}")

@@ -28,7 +28,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lldb_trace import api  # noqa: E402
-from lldb_trace.capture.ground_truth import GroundTruth  # noqa: E402
+from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 
 BUILD_ROOT = Path("/tmp/lldb-trace-history")
 RECORDER = ROOT / ".venv" / "bin" / "lldb-trace"

@@ -212,7 +212,7 @@ class Replay:
             return (
                 "GDB's reverse-finish stops at the function's most recent entry in ANY activation (its "
                 "step-resume breakpoint has no frame); under recursion that is a deeper activation. The "
-                "call that created the current activation is the answer (design.md: reverse-finish)"
+                "call that created the current activation is the answer"
             )
         if got > 0 and self.model.mid_run(got):
             return (
@@ -232,7 +232,7 @@ class Replay:
                 "ranges, like a `for` line's init+jump and condition, is not stopped at); the run rule stops "
                 "at that line's start"
             )
-        return "the run-based rule of design.md (a line is a run of one frame's instructions) stops here"
+        return "the run-based rule (a line is a run of one frame's instructions) stops here"
 
 
 def describe_frame(frame):

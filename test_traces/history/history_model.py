@@ -2,7 +2,7 @@
 
 GDB 13 is the reference, but it is wrong in known places (a line's second line-table row, a `for`
 line split in two address ranges, reverse-finish under recursion).  This small model states the
-rules the project follows (design.md, "Time travel") so the capture can mark those steps:
+rules the project follows, so the capture can mark those steps:
 
 - A line is a run of consecutive instructions of one frame with one line number; the instructions
   of functions it calls do not break the run.

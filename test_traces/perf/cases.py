@@ -37,12 +37,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lldb_trace.bundle.loader import load_bundle  # noqa: E402
 from lldb_trace.bundle.saver import SaveModule, SaveProcess, SaveThread  # noqa: E402
 from lldb_trace.decode.parallel import psb_offsets  # noqa: E402
 from lldb_trace.perf_data import cpu_streams, perf_data_bytes  # noqa: E402
 from lldb_trace.perf_data.aux_streams import Break  # noqa: E402
 from lldb_trace.process_trace import ProcessTrace  # noqa: E402
+from lldb_trace.trace_files import load_trace  # noqa: E402
 
 CASES = ("basic", "threads", "timestamps", "cycles", "percpu", "truncated", "snapshot")
 SOURCES = {"truncated": "basic", "snapshot": "basic"}
@@ -54,7 +54,7 @@ def source_bundle(case):
 
 def make(case, folder):
     """Write ``folder/<case>.perf.data``; returns its path."""
-    bundle = load_bundle(source_bundle(case))
+    bundle = load_trace(source_bundle(case))
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process)
     modules = tuple(SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules)

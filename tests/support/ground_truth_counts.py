@@ -22,7 +22,7 @@ from pathlib import Path
 import capstone
 from elftools.elf.elffile import ELFFile
 
-from lldb_trace.capture.ground_truth import GroundTruth
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 
 
 @dataclass

@@ -28,9 +28,9 @@ encoder into a fixed buffer that is drained into ``self.data``.
 import ctypes
 import struct
 
-from .. import libipt
-from ..libipt.enums import IpCompression, PacketType
-from ..libipt.structs import pt_packet
+from ... import libipt
+from ...libipt.enums import IpCompression, PacketType
+from ...libipt.structs import pt_packet
 from .timing_packets import TimingPackets
 
 _CHUNK = 1 << 16

@@ -1,7 +1,7 @@
 """A thread's recorder: turns observed instruction steps into a PT stream and ground truth.
 
-The stepping source (ptrace in session.py, LLDB's process control in
-software_backend.py) reports, per thread, where the thread stands after
+The stepping source (ptrace in ptrace_recorder/recording.py, LLDB's process control in
+live_software/backend.py) reports, per thread, where the thread stands after
 each step.  This module knows
 nothing about how the steps are made: it classifies the instruction that just
 ran, records it, and drives the thread's StreamWriter.
@@ -9,7 +9,7 @@ ran, records it, and drives the thread's StreamWriter.
 
 from dataclasses import dataclass
 
-from ..x86.instructions import Transfer
+from ...x86.instructions import Transfer
 from .ground_truth import GroundTruth, InstructionCount
 from .pt_writer import StreamWriter
 

@@ -26,8 +26,8 @@ where none did, a TSC+TMA is written instead of the MTC.  So the estimates
 are the clock's readings.
 """
 
-from ..bundle.model import ClockInfo
-from ..libipt.enums import PacketType
+from ...bundle.model import ClockInfo
+from ...libipt.enums import PacketType
 
 CTC_NS = 40  # a 25 MHz crystal clock
 NOMINAL_RATIO = 10  # CBR and nominal ratio alike: one cycle per TSC tick

@@ -1,12 +1,12 @@
 """The live intel-pt backend: one perf_event_open intel_pt event per traced thread, read at every stop.
 
 The debugger layer reads the buffers from a stop hook (``read_all``) and adds
-threads as they appear (``add_thread``, with ``--all``); see intel_pt_event.py
-for the events themselves and intel_pt_pmu.py for what the CPU offers.
+threads as they appear (``add_thread``, with ``--all``); see thread_event.py
+for the events themselves and pmu.py for what the CPU offers.
 """
 
-from . import intel_pt_event, intel_pt_pmu
-from .cpu import host_cpu
+from ..cpu import host_cpu
+from . import pmu, thread_event
 
 
 class IntelPtBackend:
@@ -17,7 +17,7 @@ class IntelPtBackend:
 
     def __init__(self, tids, buffer_kb, tsc, psb_period, all_threads):
         self.buffer_kb, self.tsc, self.psb_period, self.all_threads = buffer_kb or 64, tsc, psb_period, all_threads
-        self.pmu = intel_pt_pmu.check_available()
+        self.pmu = pmu.check_available()
         self.cpu = host_cpu()  # the CPU that writes the packets: decoders apply its errata
         self.traces = {}
         self._bytes = {}
@@ -30,7 +30,7 @@ class IntelPtBackend:
             raise
 
     def add_thread(self, tid):
-        self.traces[tid] = intel_pt_event.IntelPtThreadEvent(
+        self.traces[tid] = thread_event.IntelPtThreadEvent(
             tid, self.buffer_kb, tsc=self.tsc, psb_period=self.psb_period, pmu=self.pmu
         )
         self._generations[tid] = 0

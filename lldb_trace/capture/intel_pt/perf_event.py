@@ -16,10 +16,10 @@ import mmap
 import os
 from ctypes import c_int, c_long, c_size_t, c_void_p
 
-from ..bundle.model import TscConversion
-from ..perf.attr import PERF_FLAG_FD_CLOEXEC
-from ..perf.ioctls import PERF_EVENT_IOC_DISABLE, PERF_EVENT_IOC_ENABLE
-from ..perf.mmap_page import CAP_USER_TIME, CAP_USER_TIME_ZERO, perf_event_mmap_page
+from ...bundle.model import TscConversion
+from ...perf.attr import PERF_FLAG_FD_CLOEXEC
+from ...perf.ioctls import PERF_EVENT_IOC_DISABLE, PERF_EVENT_IOC_ENABLE
+from ...perf.mmap_page import CAP_USER_TIME, CAP_USER_TIME_ZERO, perf_event_mmap_page
 from .perf_event_errors import PerfEventError, errno_name, mmap_error, open_error
 
 SYS_perf_event_open = 298  # x86-64 (arch/x86/entry/syscalls/syscall_64.tbl)

@@ -9,7 +9,7 @@ import errno as errnos
 import os
 from pathlib import Path
 
-from ..errors import LldbTraceError
+from ...errors import LldbTraceError
 
 PARANOID_PATH = "/proc/sys/kernel/perf_event_paranoid"
 MLOCK_PATH = "/proc/sys/kernel/perf_event_mlock_kb"

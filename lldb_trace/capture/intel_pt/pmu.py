@@ -12,7 +12,7 @@ The PMU describes itself in sysfs (``/sys/bus/event_source/devices/intel_pt``):
 :func:`pmu_info` reads these.  :func:`check_available` says why tracing
 cannot work here, before any syscall.  :func:`config_for` builds
 ``attr.config``.  :func:`buffer_pages` checks the ``-b`` size.  A thread is
-traced by :class:`~.intel_pt_event.IntelPtThreadEvent`.
+traced by :class:`~.thread_event.IntelPtThreadEvent`.
 """
 
 import os
@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LldbTraceError
+from ...errors import LldbTraceError
 from .perf_event import PAGE_SIZE, is_power_of_two
 from .perf_event_errors import PARANOID_PATH, read_paranoid
 

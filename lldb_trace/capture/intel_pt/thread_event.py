@@ -18,11 +18,11 @@ Design, as in LLDB's per-thread intel-pt collector:
   (PERF_EVENT_IOC_ENABLE).
 """
 
-from ..perf.attr import perf_event_attr
+from ...perf.attr import perf_event_attr
 from .aux_snapshot import snapshot_bytes, snapshot_head
-from .intel_pt_pmu import SOFTWARE_HINT, SYSFS_ROOT, IntelPtUnavailableError, buffer_pages, check_available, config_for
 from .perf_event import PerfEvent
 from .perf_event_errors import PARANOID_PATH
+from .pmu import SOFTWARE_HINT, SYSFS_ROOT, IntelPtUnavailableError, buffer_pages, check_available, config_for
 
 
 class IntelPtThreadEvent:
@@ -34,8 +34,8 @@ class IntelPtThreadEvent:
     would return something new.  :meth:`close` stops tracing and frees
     everything.  Threads created later are not followed: open an
     IntelPtThreadEvent for each of them (see the module notes).  Passing
-    ``pmu`` (from :func:`~.intel_pt_pmu.check_available` or
-    :func:`~.intel_pt_pmu.pmu_info`) skips the availability check.
+    ``pmu`` (from :func:`~.pmu.check_available` or
+    :func:`~.pmu.pmu_info`) skips the availability check.
     """
 
     def __init__(

@@ -10,12 +10,12 @@ where a thread stands, so it holds no LLDB object and works from plain Python.
 
 import time
 
-from ..x86.instructions import Classifier, Transfer
+from ...x86.instructions import Classifier, Transfer
+from ..cpu import SOFTWARE_CPU
+from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
+from ..process_view import ProcessMemory
 from . import emulation
-from .cpu import SOFTWARE_CPU
-from .process_view import ProcessMemory
 from .routes import Router
-from .thread_recorder import RecorderOptions, ThreadRecorder
 
 
 class UntracedRun:

@@ -9,8 +9,8 @@ there, or at a watched address (a breakpoint, a return address) where the
 debugger must look.
 """
 
-from ..x86.branches import BranchEvaluator
-from ..x86.instructions import Transfer
+from ...x86.branches import BranchEvaluator
+from ...x86.instructions import Transfer
 
 MAX_ROUTE = 100_000  # a longer branch-free run is cut here (it is an endless loop of direct jumps)
 

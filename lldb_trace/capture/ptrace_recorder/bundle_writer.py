@@ -13,11 +13,11 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ..bundle.model import TscConversion
-from ..bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, destination_mode, write_files
-from ..elf_info import ElfInfo
-from ..perf_data.writer import perf_data_bytes
-from .cpu import SOFTWARE_CPU
+from ...bundle.model import TscConversion
+from ...bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, destination_mode, write_files
+from ...elf_info import ElfInfo
+from ...perf_data.writer import perf_data_bytes
+from ..cpu import SOFTWARE_CPU
 
 BUNDLE_FILE = "trace.json"
 PERF_DATA_FILE = "perf.data"

@@ -12,7 +12,7 @@ import os
 import signal
 from ctypes import c_int, c_long, c_void_p
 
-from ..errors import LldbTraceError
+from ...errors import LldbTraceError
 
 PTRACE_TRACEME = 0
 PTRACE_PEEKTEXT = 1

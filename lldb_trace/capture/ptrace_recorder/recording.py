@@ -24,15 +24,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..bundle.model import ThreadStop
-from ..elf_info import ElfInfo
-from ..errors import LldbTraceError
-from ..x86.instructions import Classifier
+from ...bundle.model import ThreadStop
+from ...elf_info import ElfInfo
+from ...errors import LldbTraceError
+from ...x86.instructions import Classifier
+from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
+from ..encoder.timing_packets import clock_info
+from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
 from . import ptrace
-from .process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
 from .stop_signal import signal_name, stop_of
-from .thread_recorder import RecorderOptions, ThreadRecorder
-from .timing_packets import clock_info
 
 PROGRESS_STOPS = 4096  # stops between two progress reports
 

@@ -8,7 +8,7 @@ and, for memory faults, at which address.
 import ctypes
 import signal
 
-from ..bundle.model import ThreadStop
+from ...bundle.model import ThreadStop
 from . import ptrace
 
 PTRACE_GETSIGINFO = 0x4202

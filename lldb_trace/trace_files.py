@@ -1,0 +1,41 @@
+"""Loading a trace file of any kind: the file's first bytes, not its name, choose the loader.
+
+A Linux perf.data starts with perf's magic; anything else is taken for a JSON bundle, whose loader says
+what is wrong with a file that is neither.  This table sits above bundle/ and perf_data/, so neither
+of them imports the other to reach a loader.
+"""
+
+from pathlib import Path
+
+from .bundle.loader import bundle_file, load_bundle
+from .perf.data_file import MAGIC, MAGIC_BIG_ENDIAN, MAGIC_VERSION_1
+from .perf_data.loading import load_perf_data
+
+_MAGIC_SIZE = 8
+_KINDS = {MAGIC: "perf.data", MAGIC_BIG_ENDIAN: "perf.data", MAGIC_VERSION_1: "perf.data"}  # magic -> kind
+
+
+def _load_json_bundle(path, _binaries):
+    """A JSON bundle names its modules' files itself: ``binaries`` only helps a perf.data find its own."""
+    return load_bundle(path)
+
+
+LOADERS = {"bundle": _load_json_bundle, "perf.data": load_perf_data}  # kind -> loader(path, binaries)
+
+
+def file_kind(path):
+    """``"perf.data"`` when the file starts with perf's magic (native, byte-swapped or version 1), else ``"bundle"``."""
+    try:
+        with open(path, "rb") as file:
+            return _KINDS.get(file.read(_MAGIC_SIZE), "bundle")
+    except OSError:
+        return "bundle"  # the bundle loader says what is wrong with the file
+
+
+def load_trace(path, binaries=None):
+    """The Bundle of a trace file: a JSON bundle (or a folder holding trace.json) or a perf.data.
+
+    ``binaries`` (a perf_data.BinarySearch) says where else to look for the binaries a perf.data names.
+    """
+    path = bundle_file(Path(path).expanduser().absolute())
+    return LOADERS[file_kind(path)](path, binaries)
