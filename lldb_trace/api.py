@@ -26,12 +26,30 @@ the two give the same answers.  A call through a PLT stub is the library
 function it reached (``call.address``); ``call.stub`` is the stub.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from . import history, subscribe
 from .errors import LldbTraceError
 from .history import queries
 from .process_trace import ProcessTrace, UnknownThreadError
-from .symbolize import ElfSymbolizer
+from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
+from .traced_thread import TracedThread
+
+if TYPE_CHECKING:
+    from .analysis import ItemRange
+    from .bundle.model import Bundle
+    from .decode.cursor import Item
+    from .history import Frame, Match, ThreadHistory
+    from .perf_data import BinarySearch
+    from .subscribe import Event, WalkSummary
+    from .symbolize import Location
+
+    Callback = Callable[[Event], Any] | None
 
 
 class TargetWithoutTraceError(LldbTraceError):
@@ -41,12 +59,12 @@ class TargetWithoutTraceError(LldbTraceError):
 class Trace:
     """A loaded bundle (or a traced LLDB target): its processes, and their threads by tid."""
 
-    def __init__(self, bundle, process_traces, symbolizers):
+    def __init__(self, bundle: Bundle, process_traces: list[ProcessTrace], symbolizers: Sequence[Symbolizer]) -> None:
         self.bundle = bundle
         self.processes = process_traces
         self._symbolizers = symbolizers  # one per process, in the same order
 
-    def thread(self, tid):
+    def thread(self, tid: int) -> ThreadTrace:
         for process_trace, symbolizer in zip(self.processes, self._symbolizers, strict=True):
             if tid in process_trace.tids:
                 return ThreadTrace(process_trace, tid, symbolizer)
@@ -54,84 +72,73 @@ class Trace:
         raise UnknownThreadError(f"the trace has no thread {tid} (its threads: {known})")
 
     @property
-    def threads(self):
+    def threads(self) -> list[ThreadTrace]:
         return [
             ThreadTrace(process_trace, tid, symbolizer)
             for process_trace, symbolizer in zip(self.processes, self._symbolizers, strict=True)
             for tid in process_trace.tids
         ]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         processes = "; ".join(f"process {p.pid} (threads {', '.join(map(str, p.tids))})" for p in self.processes)
         return f"<Trace {self.bundle.path} ({self.bundle.format}): {processes or 'no processes'}>"
 
 
-class ThreadTrace:
-    """One thread's decoded trace, read through cursors; ``locate`` says what an address is."""
+class ThreadTrace(TracedThread):
+    """One thread's decoded trace, read through cursors; ``locate`` says what an address is.
 
-    def __init__(self, process_trace, tid, symbolizer):
-        self.process_trace = process_trace
-        self.tid = tid
-        self.symbolizer = symbolizer
+    A TracedThread (``decoded``, ``item_count``, ``cursor()``, ``call_forest()``...) with the scripting
+    methods: items, time travel, find and subscribers.
+    """
 
-    @property
-    def decoded(self):
-        """The DecodedThread (counts, gaps, events, memory); decodes on first use."""
-        return self.process_trace.decoded(self.tid)
-
-    @property
-    def item_count(self):
-        return self.decoded.item_count if self.decoded else 0
-
-    def cursor(self, forwards=False):
-        """A TraceCursor at the newest item (the oldest with ``forwards``); seek() moves it anywhere."""
-        return self.process_trace.cursor(self.tid, forwards, self.symbolizer)
-
-    def items(self, start=None, forwards=True, limit=None):
+    def items(self, start: int | None = None, forwards: bool = True, limit: int | None = None) -> Iterator[Item]:
         """Items from ``start`` (default: the oldest, or the newest going backwards) in one direction."""
         cursor = self.cursor(forwards)
         if start is not None and not cursor.seek(start):
             return iter(())
         return cursor.items(limit)
 
-    def item(self, index):
+    def item(self, index: int) -> Item:
         """The item at ``index`` (negative counts from the end)."""
         cursor = self.cursor()
         if not cursor.seek(index):
             raise IndexError(f"item {index} is out of range (the trace has {self.item_count} items)")
         return cursor.item()
 
-    def locate(self, address):
+    def locate(self, address: int | None) -> Location | None:
         """The Location of ``address``: module, function, file, line and disassembly (None for None)."""
         return None if address is None else self.symbolizer.locate(address)
-
-    def call_forest(self):
-        return self.process_trace.call_forest(self.tid)
 
     # -- time travel (lldb_trace.history) ------------------------------------------------------------
 
     @property
-    def history(self):
+    def history(self) -> ThreadHistory:
         """The thread's ThreadHistory: its position and the movements (step, next, finish... both ways)."""
         return history.for_thread(self.process_trace, self.tid, lambda: self.symbolizer)
 
     @property
-    def position(self):
+    def position(self) -> int:
         """Where the thread stands in its history: an item index, or ``item_count`` (where it stopped)."""
         return self.history.position
 
-    def goto(self, index):
+    def goto(self, index: int) -> int:
         """Stand at item ``index`` (``item_count``: where the thread stopped); a gap or out of range raises."""
         return self.history.goto(index).position
 
-    def stack_at(self, index=None):
+    def stack_at(self, index: int | None = None) -> list[Frame]:
         """The frames at item ``index`` (default: the position), innermost first: history.Frame(pc, row, ...);
         an outer frame's pc is its call instruction, as ``bt`` shows it (``locate(pc).source`` is the calling
         line), and ``resumes_at`` the return address."""
         history_ = self.history
         return history_.frames_at(history_.position if index is None else history_.check(index))
 
-    def find(self, function=None, line=None, address=None, limit=None):
+    def find(
+        self,
+        function: str | None = None,
+        line: tuple[str, int] | None = None,
+        address: int | None = None,
+        limit: int | None = None,
+    ) -> list[Match]:
         """Executions newest first (history.Match): calls of ``function`` (a name or a glob; a call through a PLT
         stub counts for the stub's name and the function it reached, at that function's first instruction),
         executions of ``line`` (``(file, line)``) or of the instruction at ``address``; exactly one of them."""
@@ -139,8 +146,16 @@ class ThreadTrace:
 
     # -- subscribers (lldb_trace.subscribe) -------------------------------------------------------------
 
-    def walk(self, on_call=None, on_return=None, on_gap=None, on_instruction=None, functions=None, modules=None,
-             range=None):  # fmt: skip
+    def walk(
+        self,
+        on_call: Callback = None,
+        on_return: Callback = None,
+        on_gap: Callback = None,
+        on_instruction: Callback = None,
+        functions: str | Iterable[str] | None = None,
+        modules: str | Iterable[str] | None = None,
+        range: str | tuple[int, int] | ItemRange | None = None,
+    ) -> WalkSummary:
         """Call the callbacks with each subscribe.Event of the history, in trace order; a WalkSummary.
 
         ``functions`` (``fib``, ``module`fib``, globs) and ``modules`` (file names, globs) filter the calls,
@@ -148,18 +163,18 @@ class ThreadTrace:
         A callback returning ``False`` (or raising subscribe.StopWalk) ends the walk.
         """
         callbacks = {"call": on_call, "return": on_return, "gap": on_gap, "instruction": on_instruction}
-        return subscribe.walk(self.process_trace, self.tid, self.symbolizer, callbacks, functions, modules, range)
+        return subscribe.walk(self, callbacks, functions, modules, range)
 
-    def __repr__(self):
-        where = f"<ThreadTrace tid {self.tid} of process {self.process_trace.pid}"
-        decoded = self.process_trace.decoded_if_done(self.tid)
+    def __repr__(self) -> str:
+        where = f"<ThreadTrace tid {self.tid} of process {self.pid}"
+        decoded = self.decoded_if_done()
         if decoded is None:
             return f"{where}: not decoded yet>"
         errors = f"{decoded.error_count} error" + ("" if decoded.error_count == 1 else "s")
         return f"{where}: {decoded.item_count} items, {decoded.instruction_count} instructions, {errors}>"
 
 
-def open_bundle(path, disassembly_flavor="att", binaries=None):
+def open_bundle(path: str | Path, disassembly_flavor: str = "att", binaries: BinarySearch | None = None) -> Trace:
     """Load a bundle (file or folder) or a perf.data outside LLDB; errors are one-line LldbTraceErrors.
 
     Addresses are described from the modules' ELF and DWARF, disassembly in
@@ -172,7 +187,7 @@ def open_bundle(path, disassembly_flavor="att", binaries=None):
     return Trace(bundle, processes, symbolizers)
 
 
-def of_target(target):
+def of_target(target: Any) -> Trace:
     """The Trace behind an LLDB target that ``trace load`` made or ``pt start`` traces (inside LLDB's ``script``)."""
     from .debugger import registry
     from .debugger.symbolizer import LldbSymbolizer, disassembly_flavor

@@ -78,13 +78,14 @@ def _dump(args):
         raise LldbTraceError(f"{trace.bundle.path} holds no process (only a kernel): there is no thread to dump")
     process_trace = trace.thread(args.tid[0]).process_trace if args.tid else trace.processes[0]
     tids = [process_trace.thread(tid).tid for tid in dict.fromkeys(args.tid or [])] or [process_trace.stopped_tid]
+    threads = [trace.thread(tid) for tid in tids]
     if options.mode == INFO:
         for tid in tids:  # the counts pt dump shows once LLDB has asked where the thread stopped
             process_trace.prepare(tid)
         number = {tid: k for k, tid in enumerate(process_trace.tids, start=1)}  # LLDB's thread indexes
-        print(render_info(session_info(process_trace, tids, options.verbose, number.get), options))
+        print(render_info(session_info(process_trace, threads, options.verbose, number.get), options))
         return
-    dumps = [dump_thread(process_trace, tid, options, trace.thread(tid).symbolizer) for tid in tids]
+    dumps = [dump_thread(thread, options) for thread in threads]
     print(render(dumps, options))
 
 

@@ -9,20 +9,34 @@ when its source's generation for it changes.
 A large trace is first decoded only at its end (decode/tail.py): where its
 thread stopped and its last instructions are answered from there, and the
 whole trace is decoded when something needs more (a history, the calls).
+Views, analyses and histories take one of its threads as a TracedThread
+(traced_thread.py), which asks it for all of this.
 """
+
+from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import memory, progress
 from .decode import decode_thread_trace
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
+from .decode.decoded_thread import DecodedThread
 from .decode.decoder_cpu import decoder_cpu
 from .decode.process_code import process_code
 from .decode.tail import TraceTail
 from .errors import LldbTraceError
-from .sources import AuxStreamSource, FileSource, PerCpuSource
+from .sources import AuxStreamSource, FileSource, PerCpuSource, TraceBytes, TraceSource
+
+if TYPE_CHECKING:
+    from .bundle.model import Bundle, Process, Thread, ThreadStop
+    from .decode.code_memory import CodeMemory
+    from .decode.expand import BlockExpander
+    from .libipt import Cpu, Image
+    from .symbolize import Symbolizer
+    from .symbolize.function_ranges import FunctionRanges
 
 TAIL_FIRST_BYTES = 1 << 20  # a trace this large is decoded from its end first (a whole decode takes a second)
 
@@ -35,7 +49,7 @@ class UnknownThreadError(LldbTraceError):
 class TraceEnd:
     """The decoded end of a thread's trace: the whole decode, or a TraceTail's items counted from the end."""
 
-    decoded: object  # a DecodedThread
+    decoded: DecodedThread
     from_end: bool  # its item indexes are not the trace's: the trace before them is not decoded yet
 
 
@@ -46,38 +60,45 @@ class ProcessTrace:
     whose trace has at least ``tail_first_bytes`` (default TAIL_FIRST_BYTES) is decoded from its end first.
     """
 
-    def __init__(self, bundle, process, source=None, workers=None, tail_first_bytes=None):
+    def __init__(
+        self,
+        bundle: Bundle,
+        process: Process,
+        source: TraceSource | None = None,
+        workers: int | None = None,
+        tail_first_bytes: int | None = None,
+    ) -> None:
         self.bundle = bundle
         self.process = process
-        self.source = source or _bundle_source(bundle, process, self.tids)
+        self.source: TraceSource = source or _bundle_source(bundle, process, self.tids)
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
         memory.return_freed_memory()  # decoded arrays of tens of MB come and go
         self.code = process_code(process.modules)  # shared with the processes that load the same modules
-        self.memory = self.code.memory
-        self.expander = self.code.expander
-        self._decoded = {}
-        self._tails = {}
-        self._forests = {}
-        self._generations = {}
+        self.memory: CodeMemory = self.code.memory
+        self.expander: BlockExpander = self.code.expander
+        self._decoded: dict[int, DecodedThread] = {}
+        self._tails: dict[int, TraceTail] = {}
+        self._forests: dict[int, CallForest] = {}
+        self._generations: dict[int, int] = {}
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         return self.process.pid
 
     @property
-    def tids(self):
+    def tids(self) -> list[int]:
         return [thread.tid for thread in self.process.threads]
 
     @property
-    def stopped_tid(self):
+    def stopped_tid(self) -> int | None:
         """The thread to show first, as live LLDB selects one: the one a signal stopped (a crash), else the main one."""
         signalled = [thread.tid for thread in self.process.threads if thread.stop and thread.stop.signal is not None]
         if signalled:
             return signalled[0]
         return self.pid if self.pid in self.tids else (self.tids[0] if self.tids else None)
 
-    def thread(self, tid):
+    def thread(self, tid: int) -> Thread:
         for thread in self.process.threads:
             if thread.tid == tid:
                 return thread
@@ -85,50 +106,54 @@ class ProcessTrace:
         raise UnknownThreadError(f"process {self.pid} has no traced thread {tid} (its threads: {known})")
 
     @property
-    def cpu(self):
+    def cpu(self) -> Cpu | None:
         """The libipt Cpu for errata, or None when the bundle's CPU is unknown."""
         return decoder_cpu(self.bundle.cpu)
 
-    def thread_stop(self, tid):
+    def thread_stop(self, tid: int) -> ThreadStop | None:
         """How the thread stopped (a bundle ThreadStop: a signal, an exit), or None when nobody recorded it."""
         return self.source.stop(tid) or self.thread(tid).stop
 
-    def trace_bytes(self, tid):
+    def trace_bytes(self, tid: int) -> TraceBytes | None:
         """The raw trace of ``tid`` (for per-cpu bundles, its pieces of every cpu's trace); None if it has none."""
         self.thread(tid)
         return self.source.trace_bytes(tid)
 
     @property
-    def functions(self):
+    def functions(self) -> FunctionRanges:
         """Where the modules' functions begin and end (their unwind tables), for the call forest and history."""
         return self.code.functions
 
-    def forest_if_built(self, tid):
+    def forest_if_built(self, tid: int) -> CallForest | None:
         """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
         return self._forests.get(tid)
 
-    def decoded(self, tid):
+    def decoded(self, tid: int) -> DecodedThread | None:
         """The DecodedThread of ``tid``, or None when the thread has no trace."""
         self._forget_if_changed(tid)
         if tid not in self._decoded:
             trace = self.trace_bytes(tid)
             if trace is None:
                 return None
-            title = f"Decoding the trace of thread {tid}"
-            breaks = self.source.breaks(tid)
-            decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks)
-            self._name_missing_code(decoded)
-            self._decoded[tid] = decoded
-            self._tails.pop(tid, None)
+            self._decode_whole(tid, trace)
         return self._decoded[tid]
 
-    def _name_missing_code(self, decoded):
+    def _decode_whole(self, tid: int, trace: TraceBytes) -> DecodedThread:
+        title = f"Decoding the trace of thread {tid}"
+        breaks = self.source.breaks(tid)
+        decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks)
+        self._name_missing_code(decoded)
+        self._decoded[tid] = decoded
+        self._tails.pop(tid, None)
+        return decoded
+
+    def _name_missing_code(self, decoded: DecodedThread) -> None:
         """Gaps in the code of a module whose binary was not found (a perf.data's) say which module it is."""
         missing = self.process.missing_modules
         if not missing:
             return
 
-        def name_of(ip):
+        def name_of(ip: int) -> str | None:
             for module in missing:
                 if module.start <= ip < module.end:
                     return f"no binary for {module.system_path} (code at {ip:#x}): load with --search-path DIR"
@@ -137,7 +162,7 @@ class ProcessTrace:
         for part in decoded.parts:
             part.name_missing_code(name_of)
 
-    def _forget_if_changed(self, tid):
+    def _forget_if_changed(self, tid: int) -> None:
         """Drop what was decoded of ``tid`` if its source changed since (a live process ran)."""
         generation = self.source.generation(tid)
         if self._generations.get(tid) != generation:
@@ -147,14 +172,14 @@ class ProcessTrace:
             self._generations[tid] = generation
 
     @property
-    def image(self):
+    def image(self) -> Image:
         """The libipt image of the process's modules (made on first use)."""
         return self.code.image
 
-    def has_trace(self, tid):
+    def has_trace(self, tid: int) -> bool:
         return self.trace_bytes(tid) is not None
 
-    def end_of(self, tid, instructions):
+    def end_of(self, tid: int, instructions: int) -> TraceEnd | None:
         """A TraceEnd of ``tid`` with at least its last ``instructions`` (all, if fewer); None without a trace.
 
         A trace smaller than ``tail_first_bytes``, already decoded, or with data lost inside, is decoded whole.
@@ -164,7 +189,7 @@ class ProcessTrace:
             return None
         self._forget_if_changed(tid)
         if tid in self._decoded or len(trace) < self.tail_first_bytes or self.source.breaks(tid):
-            return TraceEnd(self.decoded(tid), False)
+            return TraceEnd(self._decoded[tid] if tid in self._decoded else self._decode_whole(tid, trace), False)
         tail = self._tails.get(tid)
         if tail is None:
             title = f"Decoding the end of the trace of thread {tid}"
@@ -176,19 +201,19 @@ class ProcessTrace:
             del self._tails[tid]
         return TraceEnd(decoded, not tail.complete)
 
-    def tail_if_done(self, tid):
+    def tail_if_done(self, tid: int) -> TraceTail | None:
         """The TraceTail of ``tid`` while only its end is decoded (info commands must not decode), else None."""
         if self._generations.get(tid) != self.source.generation(tid):
             return None
         return self._tails.get(tid)
 
-    def prepare(self, tid):
+    def prepare(self, tid: int) -> None:
         """What a loaded target shows first: a small trace decoded with its call forest, a large one's end."""
         end = self.end_of(tid, 1)
         if end is not None and not end.from_end and end.decoded.instruction_count:
             self.call_forest(tid)
 
-    def decoded_if_done(self, tid):
+    def decoded_if_done(self, tid: int) -> DecodedThread | None:
         """The DecodedThread of ``tid`` if it was already decoded, and its source has not changed since.
 
         Info commands must not decode; the debugger shows a thread's history only once it is decoded.
@@ -197,12 +222,12 @@ class ProcessTrace:
             return None
         return self._decoded.get(tid)
 
-    def end_ip(self, tid):
+    def end_ip(self, tid: int) -> int | None:
         """Where the thread's trace ends: the pc it is shown stopped at (None without instructions)."""
         end = self.end_of(tid, 1)
         return end.decoded.end_ip if end else None
 
-    def cursor(self, tid, forwards=False, symbolizer=None):
+    def cursor(self, tid: int, forwards: bool = False, symbolizer: Symbolizer | None = None) -> TraceCursor:
         """A TraceCursor over ``tid``'s items, at the newest one (the oldest with ``forwards``).
 
         Its items answer ``location`` (symbol, line, disassembly) through ``symbolizer`` when one is given.
@@ -212,7 +237,7 @@ class ProcessTrace:
             raise LldbTraceError(f"thread {tid} has no trace of its own")
         return TraceCursor(decoded, self.expander, forwards, symbolizer)
 
-    def call_forest(self, tid):
+    def call_forest(self, tid: int) -> CallForest:
         """The CallForest of ``tid`` (built on first use, kept)."""
         if tid not in self._forests:
             decoded = self.decoded(tid)
@@ -223,7 +248,7 @@ class ProcessTrace:
         return self._forests[tid]
 
 
-def _bundle_source(bundle, process, tids):
+def _bundle_source(bundle: Bundle, process: Process, tids: list[int]) -> TraceSource:
     """Where a bundle's traces are: per-cpu files (or a perf.data's cpus), a perf.data's threads, or files."""
     if bundle.cpus:
         return PerCpuSource(bundle, tids)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Set everything up, lint, then run the whole test suite.
+# Set everything up, lint, check the types, then run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy  # the annotated modules ([tool.mypy] in pyproject.toml)
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

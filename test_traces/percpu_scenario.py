@@ -79,6 +79,7 @@ TIME_MULT = 429496730  # 0.4 * 2**30: a 2.5 GHz TSC
 SWITCH_TICKS = 500  # between one task's switch out and the next one's switch in
 IDLE_AFTER = 4000  # a cpu that waits longer than this runs the idle task in between
 TICKS_PER_BYTE = 40
+IP_PACKETS = (packets.Fup, packets.Tip, packets.TipPge, packets.TipPgd)  # the packets that carry an IP
 EDGE_TICKS = 200  # from a switch in to the slice's first TSC, and from its end to the switch out
 
 
@@ -167,7 +168,7 @@ def cut_slices(tid, data, rng):
     for _, packet in found:
         if isinstance(packet, packets.Psb):
             last_ip = None
-        elif isinstance(packet, packets._IpPacket) and packet.ipc != IpCompression.SUPPRESSED:
+        elif isinstance(packet, IP_PACKETS) and packet.ipc != IpCompression.SUPPRESSED:
             last_ip = _full_ip(packet, last_ip)
         ip_after.append(last_ip)
     enables = []  # (packet index of the TSC, full IP of its TIP.PGE)

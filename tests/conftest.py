@@ -1,15 +1,47 @@
-"""Shared fixtures: the bundled sample trace and its hand-checked ground truth."""
+"""Fixtures the test files share: an in-process LLDB, the sample trace, recorded programs, opened scenarios.
 
-from pathlib import Path
+Paths and helpers live in tests/support/ (test files import those, never this
+file); pytest finds the fixtures here by name.
+"""
+
+import json
 
 import pytest
-from support.libcalls_recording import record_libcalls
 
-from lldb_trace import libipt
-from lldb_trace.elf_info import ElfInfo
+pytest.register_assert_rewrite("support")  # the helpers' asserts explain a failure as a test's own do
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "test_traces" / "sample"
+from support import trace_scripts  # noqa: E402
+from support.libcalls_recording import record_libcalls  # noqa: E402
+from support.paths import TRACES  # noqa: E402
+from support.sample_trace import SAMPLE  # noqa: E402
+from support.scenario_decoding import open_bundle  # noqa: E402
+
+from lldb_trace import libipt  # noqa: E402
+from lldb_trace.elf_info import ElfInfo  # noqa: E402
+
+LLDB_BINDINGS = "LLDB's Python bindings: pip install 'lldb-trace[test]'"
+
+
+@pytest.fixture
+def session(tmp_path):
+    """An in-process LLDB with the plugin imported (support/lldb_session.py); skips where LLDB has no bindings."""
+    lldb_session = pytest.importorskip("support.lldb_session", reason=LLDB_BINDINGS)
+    session = lldb_session.Session(tmp_path)
+    yield session
+    if session.target.GetProcess().IsValid():
+        session.target.GetProcess().Kill()
+    session.close()
+
+
+@pytest.fixture
+def live_addresses_kept(monkeypatch):
+    """The live recorder keeps every address it recorded, to compare with the decoded trace."""
+    from lldb_trace.debugger import live_session
+
+    monkeypatch.setattr(live_session, "KEEP_ADDRESSES", True)
+
+
+# -- the sample trace ---------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -37,10 +69,56 @@ def sample_image(sample_segments):
     image.close()
 
 
-SAMPLE_CPU = libipt.Cpu(family=6, model=85, stepping=4)
+# -- recorded programs --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def libcalls(tmp_path_factory):
     """test_traces/src/libcalls.c built and recorded once for the whole run: (bundle, program, zlib used)."""
     return record_libcalls(tmp_path_factory.mktemp("libcalls"))
+
+
+# -- committed scenarios, opened for decoding ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def scenario(tmp_path_factory):
+    """``scenario(name)``: the committed bundle opened, or the same recipe recorded again here."""
+    scenarios, percpu_scenario = trace_scripts.scenarios, trace_scripts.percpu_scenario
+    opened = {}
+
+    def get(name):
+        if name not in opened:
+            folder = TRACES / name
+            recorded = name == "percpu" or name in scenarios.BY_NAME  # sample is hand-made: self-contained
+            if recorded and not scenarios.modules_match(folder / "trace.json"):
+                fresh = tmp_path_factory.mktemp(name) / name
+                if name == "percpu":
+                    folder = percpu_scenario.make(fresh).parent
+                else:
+                    folder = scenarios.make(scenarios.BY_NAME[name], fresh).parent
+            opened[name] = open_bundle(folder)
+        return opened[name]
+
+    yield get
+    for each in opened.values():
+        each.image.close()
+
+
+@pytest.fixture(scope="session")
+def psb_case(scenario, tmp_path_factory):
+    """``psb_case(name)``: a bundle made by test_traces/psb_cases.py from the basic scenario's recording."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            source = scenario("basic").folder
+            path = trace_scripts.psb_cases.make_case(source, name, tmp_path_factory.mktemp("psb-cases") / name)
+            opened = open_bundle(path.parent)
+            opened.psbs = json.loads((path.parent / "psbs.json").read_text())["psbs"]
+            made[name] = opened
+        return made[name]
+
+    yield get
+    for each in made.values():
+        each.image.close()

@@ -4,33 +4,21 @@ DWARF outside it, with the same answers), and one-line errors for a target witho
 import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
+from support.trace_scripts import scenarios
 
 import lldb_trace.api as api
 from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.errors import LldbTraceError
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-from scenarios import modules_match
-
-CRASH = ROOT / "test_traces" / "crash" / "trace.json"
+CRASH = TRACES / "crash" / "trace.json"
 
 
 @pytest.fixture
 def crash():
-    if not modules_match(CRASH):
+    if not scenarios.modules_match(CRASH):
         pytest.skip("the crash scenario was recorded against system libraries that differ here")
     return api.open_bundle(CRASH)
-
-
-@pytest.fixture
-def session(tmp_path):
-    lldb_session = pytest.importorskip(
-        "support.lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'"
-    )
-    session = lldb_session.Session(tmp_path)
-    yield session
-    session.close()
 
 
 def test_reprs_are_short_and_say_what_they_are(crash):
@@ -69,7 +57,7 @@ def test_the_elf_symbolizer_answers_as_lldb_does(session, libcalls):
     """Module, function (or stub), file, line and disassembly of every executed address, on -g programs."""
     from lldb_trace.debugger.symbolizer import LldbSymbolizer
 
-    bundles = [libcalls[0]] + ([CRASH] if modules_match(CRASH) else [])
+    bundles = [libcalls[0]] + ([CRASH] if scenarios.modules_match(CRASH) else [])
     for bundle in bundles:
         session.ok(f"pt load {bundle}")
         process_trace = api.of_target(session.target).processes[0]

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from support.bundle_cases import CASES, STATIC, TID, break_bundle, make_good_bundle, to_rfc
+from support.paths import TRACES
 
 from lldb_trace.bundle import BundleError
 from lldb_trace.bundle.loader import DEFAULT_KERNEL_LOAD_ADDRESS
@@ -17,7 +17,7 @@ from lldb_trace.elf_info import ElfInfo
 from lldb_trace.perf_data import PerfDataError
 from lldb_trace.trace_files import load_trace
 
-COMMITTED = sorted(p.parent.name for p in (ROOT / "test_traces").glob("*/trace.json"))
+COMMITTED = sorted(p.parent.name for p in TRACES.glob("*/trace.json"))
 
 
 class LoadHungError(Exception):
@@ -101,7 +101,7 @@ def test_missing_bundle_file(tmp_path):
 
 @pytest.mark.parametrize("name", COMMITTED)
 def test_committed_bundles_load_with_their_values(name):
-    folder = ROOT / "test_traces" / name
+    folder = TRACES / name
     document = json.loads((folder / "trace.json").read_text())
     bundle = load_trace(folder / "trace.json")
     assert bundle.format == "intel-pt-lldb"

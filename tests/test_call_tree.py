@@ -27,24 +27,15 @@ from lldb_trace.trace_files import load_trace
 
 
 @pytest.fixture(scope="module")
-def recorded(libcalls):
-    return libcalls
-
-
-@pytest.fixture(scope="module")
-def thread(recorded):
-    return api.open_bundle(recorded[0]).threads[0]
+def thread(libcalls):
+    return api.open_bundle(libcalls[0]).threads[0]
 
 
 @pytest.fixture
-def session(tmp_path, recorded):
-    lldb_session = pytest.importorskip(
-        "support.lldb_session", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'"
-    )
-    session = lldb_session.Session(tmp_path)
-    session.ok(f"pt load {recorded[0]}")
-    yield session
-    session.close()
+def session(session, libcalls):
+    """conftest's in-process LLDB with the recorded libcalls program loaded."""
+    session.ok(f"pt load {libcalls[0]}")
+    return session
 
 
 def traced_calls(thread):
@@ -57,8 +48,8 @@ def main_of(thread):
     return next(call for call in thread.call_forest().calls() if thread.locate(call.address).function == "main")
 
 
-def test_library_calls_are_named_by_the_function_that_ran(recorded, thread):
-    expected = expected_calls(recorded[2])
+def test_library_calls_are_named_by_the_function_that_ran(libcalls, thread):
+    expected = expected_calls(libcalls[2])
     children = main_of(thread).children
     assert len(children) == len(expected)
     for number, (call, (module, function, stub_module, called)) in enumerate(zip(children, expected, strict=True)):
@@ -98,13 +89,13 @@ end
 
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="GDB is not installed")
-def test_per_function_and_module_counts_match_gdb(recorded, thread, tmp_path):
+def test_per_function_and_module_counts_match_gdb(libcalls, thread, tmp_path):
     """GDB, run from main to the exit, names each function the tree says was called and counts its entries."""
     counted = collections.Counter(call.address for call in traced_calls(thread))
     (tmp_path / "in.json").write_text(json.dumps(sorted(counted)))
     script = _GDB_SCRIPT.format(inputs=tmp_path / "in.json", outputs=tmp_path / "out.json")
     (tmp_path / "count.gdb").write_text(script)
-    subprocess.run(["gdb", "-nx", "-batch", "-x", str(tmp_path / "count.gdb"), str(recorded[1])],
+    subprocess.run(["gdb", "-nx", "-batch", "-x", str(tmp_path / "count.gdb"), str(libcalls[1])],
                    capture_output=True, timeout=300, check=True)  # fmt: skip
     gdb = json.loads((tmp_path / "out.json").read_text())
     assert {int(a): hits for a, hits in gdb["hits"].items()} == dict(counted)
@@ -198,9 +189,9 @@ def test_count_offset_forwards_id_and_enter(session, thread):
 
 
 @pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
-def test_same_order_as_native_lldb_22(recorded, session, tmp_path):
+def test_same_order_as_native_lldb_22(libcalls, session, tmp_path):
     """Native lldb-22 prints calls oldest first too: ours are a subsequence of its (it also counts jumps)."""
-    bundle = recorded[0]
+    bundle = libcalls[0]
     native = subprocess.run(
         ["lldb-22", "-x", "-b", "-o", f"trace load {bundle}",
          "-o", f"thread trace dump instructions -f -a -j -F {tmp_path / 'items.json'}",
@@ -230,9 +221,9 @@ def test_same_order_as_native_lldb_22(recorded, session, tmp_path):
     assert all(a in remaining for a in shared)
 
 
-def test_the_forest_is_the_same_when_decoded_in_pieces(recorded):
+def test_the_forest_is_the_same_when_decoded_in_pieces(libcalls):
     """Calls that cross the pieces of a parallel decode are found, named and followed through stubs alike."""
-    bundle = load_trace(recorded[0])
+    bundle = load_trace(libcalls[0])
     process = bundle.processes[0]
     trace = ProcessTrace(bundle, process, workers=1)
     tid = trace.tids[0]

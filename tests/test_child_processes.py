@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support.paths import SOURCES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
@@ -28,7 +28,7 @@ from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.capture.ptrace_recorder.recording import record  # noqa: E402
 from lldb_trace.debugger import live_session as live  # noqa: E402
 
-SOURCE = ROOT / "test_traces" / "src" / "forks.c"
+SOURCE = SOURCES / "forks.c"
 LLDB_TRACE = Path(sys.executable).parent / "lldb-trace"
 
 

@@ -12,17 +12,15 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from support.lldb_session import Session  # noqa: E402
-from test_trace_commands import loadable  # noqa: E402
+from support.committed_bundles import loadable  # noqa: E402
 
 import lldb_trace.api as api  # noqa: E402
 from lldb_trace import cli  # noqa: E402
 
-TRACES = ROOT / "test_traces"
 BUNDLES = sorted(folder.name for folder in TRACES.iterdir() if (folder / "trace.json").is_file())
 INSTRUCTION_DUMPS = [
     "-i",
@@ -64,13 +62,6 @@ def opened_once(monkeypatch, opened):
         return opened[key]
 
     monkeypatch.setattr(api, "open_bundle", open_once)
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
 
 
 def loaded(session, name):

@@ -9,17 +9,9 @@ from support.bundle_cases import STATIC, TID
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from support.lldb_session import Session  # noqa: E402
-from test_dump_commands import listed  # noqa: E402
+from support.lldb_output import listed  # noqa: E402
 
 NOT_A_NUMBER = "is not a number (give it in decimal, or in hex as 0x1f)"
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
 
 
 @pytest.fixture

@@ -4,10 +4,9 @@ Every committed scenario of test_traces/ is decoded through ProcessTrace and
 compared with the addresses the recorder single-stepped; committed scenarios
 recorded against other shared libraries are re-recorded from their recipe
 first (as in test_recorder.py).  Then: cursors walk the same items both ways
-and from any index; decoding in pieces cut at PSBs equals one pass; the two
-PSB placements that native LLDB (lldb-22) mis-decodes (test_traces/psb_cases.py
-makes them from a real recording) decode exactly here, and, when lldb-22 is
-installed, are shown to be mis-decoded by it; decoded storage stays compact.
+and from any index; decoding in pieces cut at PSBs equals one pass; decoded
+storage stays compact.  The PSB placements native LLDB mis-decodes are in
+test_psb_placements.py.
 """
 
 import dataclasses
@@ -15,131 +14,26 @@ import itertools
 import json
 import random
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from support import reference_decode
+from support.scenario_decoding import (
+    SCENARIOS,
+    addresses,
+    check_pieces_match_single_pass,
+    open_bundle,
+    runs,
+)
+from support.trace_scripts import scenarios
 
 from lldb_trace import libipt
-from lldb_trace.capture.encoder.ground_truth import GroundTruth
-from lldb_trace.capture.ptrace_recorder.recording import RecordOptions
-from lldb_trace.decode import CodeMemory, decode_part, process_image
+from lldb_trace.decode import CodeMemory
 from lldb_trace.decode.cursor import TraceCursor, walk
-from lldb_trace.decode.decoded_thread import DecodedThread, Gap
-from lldb_trace.decode.parallel import decode_pieces, plan_pieces, psb_offsets
+from lldb_trace.decode.decoded_thread import Gap
 from lldb_trace.libipt import ErrorCode, EventType
-from lldb_trace.libipt import packets as pkt
-from lldb_trace.process_trace import ProcessTrace
-from lldb_trace.trace_files import load_trace
-from lldb_trace.x86.instructions import Classifier, Transfer
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-import percpu_scenario
-import psb_cases
-import scenarios
-
-TRACES = ROOT / "test_traces"
-SCENARIOS = sorted(p.parent.name for p in TRACES.glob("*/trace.json"))
 EXACT = [name for name in SCENARIOS if name != "missing-module"]  # decode with no gap at all
-NATIVE = shutil.which("lldb-22")
-
-
-# -- scenarios ------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Opened:
-    """A scenario bundle opened for decoding: its ProcessTrace (one worker), an image, its ground truth."""
-
-    folder: Path
-    trace: ProcessTrace
-    image: libipt.Image
-    psbs: list = dataclasses.field(default_factory=list)  # psb_cases bundles: the PSBs they forced
-
-    @property
-    def tids(self):
-        return self.trace.tids
-
-    def truth(self, tid):
-        if self.folder.name == "sample":  # hand-checked, no ground_truth/ folder
-            addresses = [int(a, 16) for a in (self.folder / "expected_addresses.txt").read_text().split()]
-            return GroundTruth(addresses=addresses, ended="exited")
-        return GroundTruth.read(self.folder / "ground_truth" / f"{tid}.txt")
-
-    def expected(self, tid):
-        """The addresses a decoder must give, gaps (overflow, snapshot) taken out."""
-        return [address for segment in self.truth(tid).decodable_segments() for address in segment]
-
-    def pieces(self, tid, count):
-        """``tid``'s trace decoded by decode_pieces into ``count`` pieces (see plan_pieces)."""
-        trace = self.trace.trace_bytes(tid)
-        return DecodedThread(decode_pieces(trace, self.trace.cpu, self.image, self.trace.expander, count))
-
-    def single_pass(self, tid):
-        return DecodedThread([decode_part(self.trace.trace_bytes(tid), self.trace.cpu, self.image)])
-
-
-def open_bundle(folder):
-    bundle = load_trace(folder)
-    process = bundle.processes[0]
-    return Opened(Path(folder), ProcessTrace(bundle, process, workers=1), process_image(process))
-
-
-@pytest.fixture(scope="session")
-def scenario(tmp_path_factory):
-    """``scenario(name)``: the committed bundle opened, or the same recipe recorded again here."""
-    opened = {}
-
-    def get(name):
-        if name not in opened:
-            folder = TRACES / name
-            recorded = name == "percpu" or name in scenarios.BY_NAME  # sample is hand-made: self-contained
-            if recorded and not scenarios.modules_match(folder / "trace.json"):
-                fresh = tmp_path_factory.mktemp(name) / name
-                if name == "percpu":
-                    folder = percpu_scenario.make(fresh).parent
-                else:
-                    folder = scenarios.make(scenarios.BY_NAME[name], fresh).parent
-            opened[name] = open_bundle(folder)
-        return opened[name]
-
-    yield get
-    for each in opened.values():
-        each.image.close()
-
-
-def addresses(decoded, expander):
-    """The instruction addresses of a walk forwards (gaps left out)."""
-    return [value for _, value in walk(decoded, 0, True, expander) if not isinstance(value, Gap)]
-
-
-def runs(decoded, expander):
-    """The instruction runs between gap items, as ``[(gap before or None, [addresses])]``."""
-    found, current, gap = [], [], None
-    for _, value in walk(decoded, 0, True, expander):
-        if isinstance(value, Gap):
-            found.append((gap, current))
-            current, gap = [], value
-        else:
-            current.append(value)
-    found.append((gap, current))
-    return found
-
-
-def sequence(decoded, expander):
-    """``[(index, address or ("gap", code))]``: everything a walk forwards gives, comparable across decodes."""
-    return [
-        (index, ("gap", value.code) if isinstance(value, Gap) else value)
-        for index, value in walk(decoded, 0, True, expander)
-    ]
-
-
-def events(decoded):
-    return [(event.index, event.type) for event in decoded.events]
 
 
 # -- 1. every scenario decodes to its ground truth ------------------------------------------------
@@ -335,38 +229,6 @@ def test_cursor_across_parts_of_a_decode_in_pieces(scenario, name):
 # -- 3. decoding in pieces equals one pass --------------------------------------------------------
 
 
-def every_psb(trace):
-    """A piece count that makes plan_pieces cut at every PSB (checked)."""
-    offsets = psb_offsets(trace)
-    count = len(trace)  # one target offset per byte: each PSB is the first at or after its own offset
-    assert [start for start, _ in plan_pieces(trace, count)] == (offsets if offsets[:1] == [0] else [0, *offsets])
-    return count, len(offsets)
-
-
-def check_pieces_match_single_pass(opened, tid):
-    expander = opened.trace.expander
-    trace = opened.trace.trace_bytes(tid)
-    whole = opened.single_pass(tid)
-    expected = sequence(whole, expander)
-    cut_everywhere, psbs = every_psb(trace)
-    for count in (cut_everywhere, psbs + 1, 2):
-        pieced = opened.pieces(tid, count)
-        where = f"thread {tid}, {count} pieces asked, {len(pieced.parts)} decoded"
-        assert sequence(pieced, expander) == expected, where
-        assert events(pieced) == events(whole), where
-        assert pieced.end_ip == whole.end_ip, where
-        assert pieced.instruction_count == whole.instruction_count and pieced.error_count == whole.error_count
-        if whole.has_timestamps:
-            # Timing packets right before a PSB: one pass reads on into the PSB+ and gives its TSC to the
-            # instruction before it, a piece starting at the PSB cannot; that one item may differ.
-            boundaries = {start - 1 for start in pieced.part_starts}
-            ours = [pieced.timestamp(i) for i in range(pieced.item_count)]
-            theirs = [whole.timestamp(i) for i in range(whole.item_count)]
-            differ = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
-            assert all(i in boundaries and theirs[i] == ours[i + 1] for i in differ), where
-    return whole
-
-
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_decoding_in_pieces_equals_one_pass(scenario, name):
     opened = scenario(name)
@@ -390,214 +252,7 @@ def test_timestamp_ticks_are_the_same_events_in_pieces_as_in_one_pass(scenario):
     assert ticks(opened.pieces(tid, len(trace))) == whole
 
 
-# -- 4. the PSB placements native LLDB mis-decodes ------------------------------------------------
-
-BRANCH_KINDS = {"conditional", "return", "indirect-call", "indirect-jump"}
-
-
-@pytest.fixture(scope="session")
-def psb_case(scenario, tmp_path_factory):
-    """``psb_case(name)``: a bundle made by test_traces/psb_cases.py from the basic scenario's recording."""
-    made = {}
-
-    def get(name):
-        if name not in made:
-            source = scenario("basic").folder
-            path = psb_cases.make_case(source, name, tmp_path_factory.mktemp("psb-cases") / name)
-            opened = open_bundle(path.parent)
-            opened.psbs = json.loads((path.parent / "psbs.json").read_text())["psbs"]
-            made[name] = opened
-        return made[name]
-
-    yield get
-    for each in made.values():
-        each.image.close()
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "before-branch",
-        "after-reenable",
-        "control",
-    ],
-)
-def test_psb_cases_decode_in_pieces_like_one_pass(psb_case, name):
-    opened = psb_case(name)
-    [tid] = opened.tids
-    whole = check_pieces_match_single_pass(opened, tid)
-    assert addresses(whole, opened.trace.expander) == opened.expected(tid)
-
-
-@pytest.mark.parametrize("name", psb_cases.CASES)
-def test_psb_cases_decode_exactly_in_one_pass_and_cut_at_every_psb(psb_case, name):
-    opened = psb_case(name)
-    [tid] = opened.tids
-    expected = opened.expected(tid)
-    trace = opened.trace.trace_bytes(tid)
-    assert len(psb_offsets(trace)) == len(opened.psbs) + 1  # the first PSB, and every forced one
-    if name == "before-branch":
-        assert {psb["kind"] for psb in opened.psbs} == BRANCH_KINDS
-    elif name == "after-reenable":
-        assert opened.psbs and {psb["kind"] for psb in opened.psbs} == {"after-reenable"}
-    decoded = opened.trace.decoded(tid)
-    assert addresses(decoded, opened.trace.expander) == expected and decoded.error_count == 0
-    cut = opened.pieces(tid, len(trace))
-    assert len(cut.parts) == len(opened.psbs) + 1
-    if name != "control":  # see PIECE_OVERRUN_BUG
-        assert addresses(cut, opened.trace.expander) == expected and cut.error_count == 0
-
-
-NATIVE_LINE = re.compile(r"^\s+\d+: (?:(0x[0-9a-f]+)\s|\(error\) (.*)$)")
-
-
-def native_items(bundle_json, count):
-    """Items of native lldb-22's ``thread trace dump instructions`` (no plugin): ints, or ``"error: ..."``."""
-    command = [
-        NATIVE, "-x", "-b",
-        "-o", f'trace load "{bundle_json}"',
-        "-o", f"thread trace dump instructions -f -c {count}",
-    ]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=Path(bundle_json).parent)
-    assert proc.returncode == 0 and "error:" not in proc.stderr, proc.stderr
-    items = []
-    for line in proc.stdout.splitlines():
-        match = NATIVE_LINE.match(line)
-        if match:
-            items.append(int(match.group(1), 16) if match.group(1) else f"error: {match.group(2)}")
-    assert items, proc.stdout[:2000]
-    return items
-
-
-def doubled_positions(items, truth):
-    """Where ``items`` repeats an instruction that ``truth`` has once (positions in ``truth``).
-
-    Fails unless ``items`` is exactly ``truth`` with such repeats added.
-    """
-    doubled, i = [], 0
-    for j, item in enumerate(items):
-        if i < len(truth) and item == truth[i]:
-            i += 1
-        elif i and item == truth[i - 1]:
-            doubled.append(i)
-        else:
-            pytest.fail(f"native item {j} ({item}) is neither truth[{i}] nor a repeat of truth[{i - 1}]")
-    assert i == len(truth), f"native stopped after {i} of {len(truth)} instructions"
-    return doubled
-
-
-needs_native = pytest.mark.skipif(NATIVE is None, reason="Debian's lldb-22 (native intel-pt) is not installed")
-
-
-@needs_native
-def test_native_lldb_reports_a_spurious_end_of_stream_at_a_psb_before_a_branch(psb_case):
-    opened = psb_case("before-branch")
-    [tid] = opened.tids
-    truth = opened.expected(tid)
-    items = native_items(opened.folder / "trace.json", len(truth) + 1000)
-    at_psb = {truth[psb["index"]]: psb for psb in opened.psbs}  # branch address -> the PSB in front of it
-    errors = [item for item in items if isinstance(item, str)]
-    assert errors, "native LLDB decoded a PSB before a branch without error"
-    spurious = re.compile(r"error: reached end of trace stream: (0x[0-9a-f]+)$")
-    hit = set()
-    for error in errors:
-        match = spurious.match(error)
-        assert match, error
-        address = int(match.group(1), 16)
-        assert address in at_psb, f"{error}: not at a forced PSB"
-        hit.add(at_psb[address]["kind"])
-    assert hit == BRANCH_KINDS  # every kind of branch triggers it
-    first = items.index(errors[0])
-    # Exact up to the first error, which stands right where a PSB precedes a branch.
-    assert items[:first] == truth[:first]
-    assert any(psb["index"] == first and psb["kind"] in BRANCH_KINDS for psb in opened.psbs)
-    assert [item for item in items if isinstance(item, int)] != truth
-    # Ours: exact, in one pass and cut at every PSB.
-    assert addresses(opened.trace.decoded(tid), opened.trace.expander) == truth
-    assert addresses(opened.pieces(tid, len(opened.trace.trace_bytes(tid))), opened.trace.expander) == truth
-
-
-@needs_native
-def test_native_lldb_doubles_the_syscall_before_a_reenable_followed_by_a_psb(psb_case):
-    opened = psb_case("after-reenable")
-    [tid] = opened.tids
-    truth = opened.expected(tid)
-    items = native_items(opened.folder / "trace.json", len(truth) + 1000)
-    assert not [item for item in items if isinstance(item, str)]
-    doubled = doubled_positions(items, truth)
-    assert doubled == [psb["index"] for psb in opened.psbs]  # one repeat at each PSB after a re-enable
-    classify = Classifier(CodeMemory(opened.trace.process.modules).read)
-    assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)  # the syscall that disabled
-    assert addresses(opened.trace.decoded(tid), opened.trace.expander) == truth
-    assert addresses(opened.pieces(tid, len(opened.trace.trace_bytes(tid))), opened.trace.expander) == truth
-
-
-@needs_native
-def test_native_lldb_decodes_the_control_case_exactly(psb_case):
-    """PSBs before plain instructions away from any disable: native LLDB is right, so the cases above are
-    about where the PSB is, not about the replayed streams."""
-    opened = psb_case("control")
-    [tid] = opened.tids
-    truth = opened.expected(tid)
-    assert native_items(opened.folder / "trace.json", len(truth) + 1000) == truth
-
-
-def reenable_psbs(trace):
-    """How many PSBs directly follow a re-enable: only MODE/TSC packets between the TIP.PGE and the PSB."""
-    count, after_enable = 0, False
-    with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
-        decoder.sync_forward()
-        for packet in decoder:
-            if isinstance(packet, pkt.TipPge):
-                after_enable = True
-            elif isinstance(packet, pkt.Psb):
-                count += after_enable
-                after_enable = False
-            elif isinstance(packet, pkt.Tnt8 | pkt.Tnt64 | pkt.Tip | pkt.Fup | pkt.TipPgd | pkt.Ovf):
-                after_enable = False
-    return count
-
-
-@pytest.fixture(scope="session")
-def small_psb_period(tmp_path_factory):
-    """basic.c recorded by the recorder itself with a small psb_period that puts a PSB right after a
-    re-enable (160 does with this machine's libc; others are tried if not); None if none does."""
-    base = scenarios.BY_NAME["basic"]
-    for period in (160, 96, 128, 192, 224, 256):
-        recipe = dataclasses.replace(base, name=f"basic-psb-{period}", options=RecordOptions(psb_period=period))
-        path = scenarios.make(recipe, tmp_path_factory.mktemp(recipe.name) / recipe.name)
-        opened = open_bundle(path.parent)
-        if reenable_psbs(opened.trace.trace_bytes(opened.tids[0])):
-            return opened
-        opened.image.close()
-    return None
-
-
-def test_recorder_with_a_small_psb_period_decodes_exactly(small_psb_period):
-    opened = small_psb_period
-    if opened is None:
-        pytest.skip("no small psb_period puts a PSB right after a re-enable with this machine's libc")
-    [tid] = opened.tids
-    truth = opened.expected(tid)
-    assert addresses(opened.trace.decoded(tid), opened.trace.expander) == truth
-    check_pieces_match_single_pass(opened, tid)
-
-
-@needs_native
-def test_native_lldb_doubles_an_instruction_in_the_recorders_own_stream(small_psb_period):
-    opened = small_psb_period
-    if opened is None:
-        pytest.skip("no small psb_period puts a PSB right after a re-enable with this machine's libc")
-    [tid] = opened.tids
-    truth = opened.expected(tid)
-    items = native_items(opened.folder / "trace.json", len(truth) + 1000)
-    doubled = doubled_positions(items, truth)
-    assert len(doubled) == reenable_psbs(opened.trace.trace_bytes(tid)) > 0
-    classify = Classifier(CodeMemory(opened.trace.process.modules).read)
-    assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)
-
-
-# -- 5. memory ----------------------------------------------------------------------------------------
+# -- 4. memory ----------------------------------------------------------------------------------------
 
 COMPACT = ["basic", "static", "threads", "timestamps", "overflow", "crash", "missing-module", "percpu", "snapshot"]
 

@@ -20,13 +20,13 @@ import os
 import random
 import signal
 import struct
-import sys
 from unittest import mock
 
 import pytest
-from conftest import ROOT
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.paths import TRACES
+from support.trace_scripts import scenarios
 
 import lldb_trace.decode
 from lldb_trace.decode import decode_part, decode_thread_trace, process_image
@@ -35,9 +35,6 @@ from lldb_trace.decode.decoded_thread import DecodedThread, Gap
 from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder, psb_offsets
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-import scenarios
 
 EXAMPLE_SECONDS = 20  # one example: decode twice and walk both ways (normally well under a second)
 HANG_EXIT_SECONDS = 120  # a hang that SIGALRM cannot break (inside libipt): end the whole run
@@ -72,7 +69,7 @@ def time_limit(seconds=EXAMPLE_SECONDS):
 @pytest.fixture(scope="module")
 def basic(tmp_path_factory):
     """The basic scenario: its ProcessTrace, image, and raw stream (re-recorded if this machine's libc differs)."""
-    folder = ROOT / "test_traces" / "basic"
+    folder = TRACES / "basic"
     if not scenarios.modules_match(folder / "trace.json"):
         folder = scenarios.make(scenarios.BY_NAME["basic"], tmp_path_factory.mktemp("basic") / "basic").parent
     bundle = load_trace(folder)

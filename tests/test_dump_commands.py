@@ -8,25 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.committed_bundles import loadable  # noqa: E402
+from support.lldb_output import listed  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_trace_commands import loadable  # noqa: E402
 
 from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.elf_info import ElfInfo  # noqa: E402
-
-TRACES = ROOT / "test_traces"
-INSTRUCTION = re.compile(r"^  \[(\d+)\] 0x([0-9a-f]+)")
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
 
 
 def truth(folder, tid):
@@ -38,11 +29,6 @@ def load(session, name):
     loadable(folder)
     session.ok(f"pt load {folder / 'trace.json'}")
     return folder, session.target.GetProcess().GetSelectedThread().GetThreadID()
-
-
-def listed(text):
-    """``[(index, address)]`` of the instruction lines of a text dump."""
-    return [(int(m[1]), int(m[2], 16)) for m in map(INSTRUCTION.match, text.splitlines()) if m]
 
 
 @pytest.mark.parametrize("name", ["basic", "crash", "threads", "static", "percpu"])

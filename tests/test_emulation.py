@@ -1,7 +1,7 @@
 """The emulator that predicts a live thread's path, on hand-assembled code (no process, no LLDB).
 
-The programs the live recorder meets are tested in test_live_software.py against ptrace
-single steps; here each rule about where a prediction must end is checked in isolation.
+The programs the live recorder meets are tested in test_live_software_paths.py against
+ptrace single steps; here each rule about where a prediction must end is checked in isolation.
 """
 
 import pytest

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from support.paths import SOURCES, TRACES
 
 import lldb_trace.api as api
 from lldb_trace.decode import DecodedThread, forest_builder, process_image, regular_runs
@@ -34,9 +34,9 @@ from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 
 COLUMNS = ("first", "last", "parent", "depth", "entry", "extra_rows", "extra_values", "flags")
-BUNDLES = sorted(path.parent for path in (ROOT / "test_traces").rglob("trace.json"))
-SOURCE = ROOT / "test_traces" / "src" / "forest_mix.c"
-LIBRARY = ROOT / "test_traces" / "src" / "forest_mix_lib.c"
+BUNDLES = sorted(path.parent for path in TRACES.rglob("trace.json"))
+SOURCE = SOURCES / "forest_mix.c"
+LIBRARY = SOURCES / "forest_mix_lib.c"
 EVERY_KIND = (UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED)
 
 
@@ -74,7 +74,7 @@ def build_library(directory):
     return ["-Wl,-z,lazy", f"-L{directory}", "-Wl,--no-as-needed", "-lforest_mix_lib", f"-Wl,-rpath,{directory}"]
 
 
-@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda path: str(path.relative_to(ROOT / "test_traces")))
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda path: str(path.relative_to(TRACES)))
 def test_every_committed_bundle_builds_alike(bundle):
     for thread in api.open_bundle(bundle).threads:
         trace = thread.process_trace

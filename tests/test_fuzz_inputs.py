@@ -8,7 +8,7 @@ the thread.  The budgets are seeded, so the same inputs run every time; ``tests/
 """
 
 import pytest
-from fuzz_campaign import campaign
+from support.campaigns import campaign
 from support.fuzz_runner import ANSWER, Limits
 
 BUDGETS = {"bundle": 30, "trace": 20, "module": 20, "history": 40}

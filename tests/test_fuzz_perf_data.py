@@ -10,7 +10,7 @@ runs a long campaign by hand.
 """
 
 import pytest
-from fuzz_campaign import NoSeedsError, campaign
+from support.campaigns import NoSeedsError, campaign
 from support.fuzz_runner import ANSWER, ERROR, Limits
 
 MUTANTS = 60

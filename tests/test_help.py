@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.lldb_batch import LOAD_PLUGIN  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.commands import COMMANDS  # noqa: E402
@@ -18,13 +18,6 @@ from lldb_trace.commands import COMMANDS  # noqa: E402
 WIDTH = 80  # LLDB's width without a terminal, and the narrowest one the help is written for
 PT_HELP = ["help pt", *(f"help pt {command.name}" for command in COMMANDS)]
 ROUTED_HELP = ["help trace dump", "help trace load", "help thread trace dump instructions", "help trace"]
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
 
 
 def shown(session, command):
@@ -110,10 +103,8 @@ def test_help_in_a_real_lldb(binary):
     """The pip LLDB and Debian's lldb-22 (with its own intel-pt plug-in) print the same routed help."""
     if not Path(binary).exists() and shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed")
-    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
     commands = [
-        f"script import site; site.addsitedir('{site}'); site.addsitedir('{ROOT}')",
-        "command script import lldb_trace",
+        *LOAD_PLUGIN,
         "help trace dump",
         "pt dump --help",
         "help thread trace dump instructions",

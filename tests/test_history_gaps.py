@@ -7,17 +7,15 @@ movement, both ways, from positions all along them must end where a thread can
 stand (in range, never on a gap) or say why it cannot move.
 """
 
-from pathlib import Path
-
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
+from support.paths import TRACES
 
 from lldb_trace import api
 from lldb_trace.history import HistoryError
 
-ROOT = Path(__file__).resolve().parent.parent
-MISSING_MODULE = ROOT / "test_traces" / "missing-module" / "trace.json"
-OVERFLOW = ROOT / "test_traces" / "overflow" / "trace.json"
+MISSING_MODULE = TRACES / "missing-module" / "trace.json"
+OVERFLOW = TRACES / "overflow" / "trace.json"
 MOVEMENTS = ("stepi", "nexti", "step", "next", "finish")
 CROSSED = "crossed a gap in the trace (no memory mapped at this address): what ran there is unknown"
 

@@ -8,56 +8,26 @@ and the tests check that LLDB shows them: frames, lines, stop reasons, errors, t
 
 import json
 import re
-import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import HISTORY, TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
 from support.launching import launchable  # noqa: E402
 from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
-from support.lldb_session import Session  # noqa: E402
+from support.lldb_output import frames, position_after  # noqa: E402
+from support.trace_scripts import scenarios  # noqa: E402
 
 from lldb_trace import api  # noqa: E402
 from lldb_trace.history import HistoryError  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-from scenarios import modules_match  # noqa: E402
-
-HISTORY = ROOT / "test_traces" / "history"
 LONGJMP = HISTORY / "longjmp"
-POSITION = re.compile(r"Position: (?:instruction (\d+) of \d+|end of history)")
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
 
 
 def loaded(session, folder):
     session.ok(f"trace load {folder / 'trace.json'}")
     return api.open_bundle(folder).threads[0]
-
-
-def position_after(output):
-    """The position a movement reports (None: the end)."""
-    found = POSITION.findall(output)
-    assert found, output
-    return int(found[-1]) if found[-1] else None
-
-
-def frames(session):
-    """``(function, file:line or None)`` of each frame of the selected thread, innermost first."""
-    thread = session.target.GetProcess().GetSelectedThread()
-    shown = []
-    for frame in thread:
-        line = frame.GetLineEntry()
-        where = f"{line.GetFileSpec().GetFilename()}:{line.GetLine()}" if line.IsValid() and line.GetLine() else None
-        shown.append((frame.GetFunctionName(), where))
-    return shown
 
 
 def test_goto_shows_the_past_through_lldbs_own_commands(session):
@@ -226,7 +196,7 @@ def test_negative_positions_count_from_the_end(session):
 
 
 def test_a_gap_is_no_place_to_stand(session):
-    session.ok(f"trace load {ROOT / 'test_traces' / 'overflow' / 'trace.json'}")
+    session.ok(f"trace load {TRACES / 'overflow' / 'trace.json'}")
     error = session.handle("pt goto 1508").GetError()
     assert "item 1508 is a gap in the trace (overflow" in error and "go to 1507 or 1509" in error
     assert "position: end of history" in session.ok("pt dump")
@@ -236,12 +206,12 @@ def test_a_gap_is_no_place_to_stand(session):
 
 
 def test_a_thread_without_a_trace_and_a_target_without_one(session, tmp_path):
-    document = json.loads((ROOT / "test_traces" / "static" / "trace.json").read_text())
+    document = json.loads((TRACES / "static" / "trace.json").read_text())
     for key in ("processes",):
         for thread in document[key][0]["threads"]:
-            thread["iptTrace"] = str(ROOT / "test_traces" / "static" / thread["iptTrace"])
+            thread["iptTrace"] = str(TRACES / "static" / thread["iptTrace"])
         for module in document[key][0]["modules"]:
-            module["file"] = str(ROOT / "test_traces" / "static" / module["file"])
+            module["file"] = str(TRACES / "static" / module["file"])
     document["processes"][0]["threads"].append({"tid": 99999})
     (tmp_path / "trace.json").write_text(json.dumps(document))
     session.ok(f"trace load {tmp_path / 'trace.json'}")
@@ -282,8 +252,8 @@ def test_find_lists_executions_newest_first(session):
 
 def test_find_a_function_skips_copies_of_it_inlined_elsewhere(session):
     """ld.so's debug info has malloc inlined into dozens of its functions; none of those is a call of malloc."""
-    basic = ROOT / "test_traces" / "basic"
-    if not modules_match(basic / "trace.json"):
+    basic = TRACES / "basic"
+    if not scenarios.modules_match(basic / "trace.json"):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
     thread = loaded(session, basic)
     listed = json.loads(session.ok("pt find --function malloc -c 0 --json"))

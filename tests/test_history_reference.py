@@ -11,15 +11,11 @@ handler) is also checked directly on the frames and the call forest.
 """
 
 import json
-import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
-
-HISTORY = Path(__file__).resolve().parent.parent / "test_traces" / "history"
-sys.path.insert(0, str(HISTORY))
-import replay  # noqa: E402
+from support.paths import HISTORY
+from support.trace_scripts import replay
 
 
 @cache

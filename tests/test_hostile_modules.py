@@ -77,7 +77,6 @@ def test_trace_load_refuses_the_module_lldb_would_die_on_in_lldb_22(tmp_path):
 DAMAGED_AFTER_LOADING = """
 import sys
 import lldb
-sys.path[:0] = sys.argv[2:]
 from support.hostile_inputs import first_module, patch_section
 from lldb_trace.trace_files import load_trace
 from lldb_trace.debugger.postmortem import TargetError, create_targets
@@ -94,9 +93,9 @@ print(debugger.GetNumTargets(), "targets")
 
 def test_a_module_damaged_after_loading_is_refused_before_lldb_sees_it(tmp_path):
     bundle = hostile_inputs.copy_seed("crash", tmp_path)
-    tests = Path(__file__).parent
-    result = subprocess.run([sys.executable, "-c", DAMAGED_AFTER_LOADING, bundle, tests, tests / "support"],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    tests = Path(__file__).parent  # python -c imports from its working folder: support.* from here
+    result = subprocess.run([sys.executable, "-c", DAMAGED_AFTER_LOADING, bundle],
+                            capture_output=True, text=True, timeout=120, cwd=tests)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"LLDB cannot be given module /tmp/lldb-trace-crash-8my2zrhq/crash: {tmp_path}/modules/crash is a damaged "

@@ -1,28 +1,20 @@
-"""The Intel PT capture backend: the intel_pt PMU and one thread's intel_pt event.
+"""The intel_pt PMU (capture/intel_pt/pmu.py): its sysfs, config bits, buffer size and availability.
 
 sysfs parsing is tested against fake trees written the way the kernel writes
-them; opening an event against the real kernel with a software PMU; the read
-logic against a fake event.  Only the last test needs Intel PT.  The perf
-layouts and syscalls have tests of their own (test_perf_abi.py,
-test_perf_event.py).
+them.  One thread's event has tests of its own (test_intel_pt_thread_event.py),
+as do the perf layouts and syscalls (test_perf_abi.py, test_perf_event.py).
 """
 
 import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from test_perf_event import _open_dummy, _open_fds, _write
+from support.perf_events import written
 
 from lldb_trace.capture.intel_pt import pmu as ipt
 from lldb_trace.capture.intel_pt.perf_event import PAGE_SIZE
-from lldb_trace.capture.intel_pt.perf_event_errors import PerfPermissionError, PerfUnsupportedError
 from lldb_trace.capture.intel_pt.thread_event import IntelPtThreadEvent
-from lldb_trace.perf.attr import PERF_TYPE_SOFTWARE
 
 REAL_SYSFS = Path(ipt.SYSFS_ROOT)
 
@@ -216,7 +208,7 @@ def test_buffer_pages_rejects(kb):
 @pytest.fixture
 def not_root(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    return _write(tmp_path / "status", "Name:\tpython\nCapInh:\t0000000000000000\nCapEff:\t0000000000000000\n")
+    return written(tmp_path / "status", "Name:\tpython\nCapInh:\t0000000000000000\nCapEff:\t0000000000000000\n")
 
 
 @pytest.mark.skipif(REAL_SYSFS.exists(), reason="this machine has an intel_pt PMU")
@@ -232,11 +224,11 @@ def test_check_available_without_intel_pt_here():
 
 def test_check_available_pmu_absent(tmp_path):
     with pytest.raises(ipt.IntelPtUnavailableError, match=f"no intel_pt PMU in {tmp_path}\\)"):
-        ipt.check_available(tmp_path / "intel_pt", paranoid_path=_write(tmp_path / "p", "-1\n"))
+        ipt.check_available(tmp_path / "intel_pt", paranoid_path=written(tmp_path / "p", "-1\n"))
 
 
 def test_check_available_paranoid_3_not_root(fake_pmu, tmp_path, not_root):
-    paranoid = _write(tmp_path / "perf_event_paranoid", "3\n")
+    paranoid = written(tmp_path / "perf_event_paranoid", "3\n")
     with pytest.raises(ipt.IntelPtPermissionError) as info:
         ipt.check_available(fake_pmu, paranoid, not_root)
     message = str(info.value)
@@ -250,15 +242,15 @@ def test_check_available_paranoid_3_not_root(fake_pmu, tmp_path, not_root):
 
 @pytest.mark.parametrize("level", ["2", "1", "0", "-1"])
 def test_check_available_paranoid_2_or_less_allows_users(fake_pmu, tmp_path, not_root, level):
-    paranoid = _write(tmp_path / "perf_event_paranoid", level + "\n")
+    paranoid = written(tmp_path / "perf_event_paranoid", level + "\n")
     assert ipt.check_available(fake_pmu, paranoid, not_root).type == 8
 
 
 def test_check_available_privileged_users_pass_paranoid_3(fake_pmu, tmp_path, monkeypatch, not_root):
-    paranoid = _write(tmp_path / "perf_event_paranoid", "3\n")
-    perfmon = _write(tmp_path / "status_perfmon", f"CapEff:\t{1 << ipt.CAP_PERFMON:016x}\n")
+    paranoid = written(tmp_path / "perf_event_paranoid", "3\n")
+    perfmon = written(tmp_path / "status_perfmon", f"CapEff:\t{1 << ipt.CAP_PERFMON:016x}\n")
     assert ipt.check_available(fake_pmu, paranoid, perfmon).type == 8
-    admin = _write(tmp_path / "status_admin", f"CapEff:\t{1 << ipt.CAP_SYS_ADMIN:016x}\n")
+    admin = written(tmp_path / "status_admin", f"CapEff:\t{1 << ipt.CAP_SYS_ADMIN:016x}\n")
     assert ipt.check_available(fake_pmu, paranoid, admin).type == 8
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert ipt.check_available(fake_pmu, paranoid, not_root).type == 8
@@ -268,16 +260,7 @@ def test_check_available_unreadable_paranoid_is_left_to_the_kernel(fake_pmu, tmp
     assert ipt.check_available(fake_pmu, tmp_path / "missing", not_root).type == 8
 
 
-# -- opening one thread's event --------------------------------------------------------------------
-
-
-def test_real_thread_event_on_a_pmu_without_aux_cleans_up(tmp_path):
-    _open_dummy().close()
-    software = ipt.PmuInfo(tmp_path, PERF_TYPE_SOFTWARE)  # no formats: config 0 = PERF_COUNT_SW_CPU_CLOCK
-    before = _open_fds()
-    with pytest.raises(PerfUnsupportedError, match="EOPNOTSUPP"):
-        IntelPtThreadEvent(threading.get_native_id(), 8, pmu=software)
-    assert _open_fds() == before
+# -- a thread event's options, checked against the PMU before opening ------------------------------
 
 
 def test_thread_event_checks_options_before_opening(fake_pmu):
@@ -286,164 +269,3 @@ def test_thread_event_checks_options_before_opening(fake_pmu):
         IntelPtThreadEvent(1, 3, pmu=pmu)
     with pytest.raises(ipt.IntelPtConfigError, match="psb_period 9"):
         IntelPtThreadEvent(1, 4, psb_period=9, pmu=pmu)
-
-
-# -- IntelPtThreadEvent's read logic, with a fake event --------------------------------------------
-
-
-class FakeEvent:
-    """Stands for a PerfEvent whose AUX area is ``ring`` and whose kernel reports ``head``."""
-
-    def __init__(self, size=16):
-        self.ring = bytearray(size)
-        self.head = 0
-        self.enabled = True
-        self.calls = []
-        self.fail_copy = False
-        self.closed = False
-
-    def write(self, data):
-        """What the hardware does in snapshot mode: write on, wrapping; report the offset."""
-        for byte in data:
-            self.ring[self.head] = byte
-            self.head = (self.head + 1) % len(self.ring)
-
-    @property
-    def aux_size(self):
-        return len(self.ring)
-
-    @property
-    def aux_head(self):
-        self.calls.append("head")
-        return self.head
-
-    def aux_bytes(self):
-        self.calls.append("copy")
-        if self.fail_copy:
-            raise RuntimeError("copy failed")
-        return bytes(self.ring)
-
-    def disable(self):
-        self.calls.append("disable")
-        self.enabled = False
-
-    def enable(self):
-        self.calls.append("enable")
-        self.enabled = True
-
-    def close(self):
-        self.closed = True
-
-
-def test_read_pauses_copies_and_resumes():
-    event = FakeEvent()
-    trace = IntelPtThreadEvent.from_event(5, event)
-    event.write(b"abcde")
-    assert trace.read() == b"abcde"
-    assert event.calls == ["disable", "head", "copy", "enable"]
-    assert event.enabled
-    assert trace.buffer_size == 16
-
-
-def test_read_after_wrap_is_in_trace_order():
-    event = FakeEvent(size=8)
-    trace = IntelPtThreadEvent.from_event(5, event)
-    event.write(b"0123456789ABC")
-    assert trace.read() == b"56789ABC"
-    event.write(b"DE")
-    assert trace.read() == b"789ABCDE"
-
-
-def test_changed_tells_when_there_is_something_new():
-    event = FakeEvent(size=8)
-    trace = IntelPtThreadEvent.from_event(5, event)
-    assert not trace.changed()
-    event.write(b"xy")
-    assert trace.changed()
-    trace.read()
-    assert not trace.changed()
-    event.write(b"z")
-    assert trace.changed()
-    assert trace.read() == b"xyz"
-    assert not trace.changed()
-
-
-def test_read_resumes_even_when_the_copy_fails():
-    event = FakeEvent()
-    event.fail_copy = True
-    trace = IntelPtThreadEvent.from_event(5, event)
-    with pytest.raises(RuntimeError):
-        trace.read()
-    assert event.calls[-1] == "enable"
-    assert event.enabled
-
-
-def test_read_leaves_a_paused_event_paused():
-    event = FakeEvent()
-    event.enabled = False
-    trace = IntelPtThreadEvent.from_event(5, event)
-    event.write(b"q")
-    assert trace.read() == b"q"
-    assert "enable" not in event.calls and "disable" not in event.calls
-
-
-def test_close():
-    event = FakeEvent()
-    with IntelPtThreadEvent.from_event(5, event) as trace:
-        assert not trace.closed
-    assert event.closed and trace.closed
-    trace.close()  # twice is fine
-    with pytest.raises(ipt.IntelPtUnavailableError, match="thread 5 is closed"):
-        trace.read()
-    with pytest.raises(ipt.IntelPtUnavailableError, match="closed"):
-        trace.changed()
-
-
-# -- hardware --------------------------------------------------------------------------------------
-
-PSB = bytes([0x02, 0x82] * 8)
-
-
-def _cpu_ticks(pid):
-    """User plus system CPU time the process has used, in clock ticks (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def _run_a_little(pid):
-    """Let the stopped child run until it used CPU time of its own (progress, not a wall-clock wait); stop it again."""
-    ticks = _cpu_ticks(pid)
-    os.kill(pid, signal.SIGCONT)
-    while _cpu_ticks(pid) < ticks + 2:
-        time.sleep(0.01)  # polling the child's progress
-    os.kill(pid, signal.SIGSTOP)
-    os.waitpid(pid, os.WUNTRACED)  # returns once it is stopped
-
-
-@pytest.mark.skipif(not REAL_SYSFS.exists(), reason="needs an Intel CPU with the intel_pt PMU")
-def test_hardware_trace_of_a_busy_child():
-    try:
-        pmu = ipt.check_available()
-    except ipt.IntelPtUnavailableError as exc:
-        pytest.skip(str(exc))
-    child = subprocess.Popen([sys.executable, "-c", "while True: sum(range(100))"])
-    os.kill(child.pid, signal.SIGSTOP)
-    os.waitpid(child.pid, os.WUNTRACED)
-    try:
-        try:
-            trace = IntelPtThreadEvent(child.pid, 64, tsc=True, pmu=pmu)
-        except PerfPermissionError as exc:
-            pytest.skip(str(exc))
-        with trace:
-            _run_a_little(child.pid)
-            assert trace.changed()
-            data = trace.read()
-            assert 0 < len(data) <= 64 * 1024
-            assert PSB in data
-            assert not trace.changed()  # stopped: nothing new
-            _run_a_little(child.pid)
-            assert trace.changed()
-            assert PSB in trace.read()
-    finally:
-        child.kill()
-        child.wait()

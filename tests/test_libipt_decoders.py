@@ -5,7 +5,7 @@ The sample's ground truth (expected_addresses.txt) was worked out by hand from
 """
 
 import pytest
-from conftest import SAMPLE, SAMPLE_CPU
+from support.sample_trace import SAMPLE, SAMPLE_CPU
 
 from lldb_trace import libipt
 from lldb_trace.libipt import EventType, StatusFlag

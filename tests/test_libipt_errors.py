@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SAMPLE_CPU
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.sample_trace import SAMPLE_CPU
 
 from lldb_trace import libipt
 from lldb_trace.libipt import ErrorCode
@@ -124,7 +124,7 @@ def rss_kib():
 
 
 def test_no_leak_over_ten_thousand_lifetimes(sample_trace, sample_segments):
-    from conftest import SAMPLE
+    from support.sample_trace import SAMPLE
 
     path = str(SAMPLE / "sample")
 

@@ -28,22 +28,15 @@ FRAME = re.compile(r"frame #(\d+): (0x[0-9a-f]+)")
 
 
 @pytest.fixture(scope="module")
-def recorded(libcalls):
-    return libcalls
-
-
-@pytest.fixture(scope="module")
-def thread(recorded):
-    return api.open_bundle(recorded[0]).threads[0]
+def thread(libcalls):
+    return api.open_bundle(libcalls[0]).threads[0]
 
 
 @pytest.fixture
-def session(tmp_path, recorded):
-    lldb_session = pytest.importorskip("support.lldb_session", reason="LLDB's Python bindings")
-    session = lldb_session.Session(tmp_path)
-    session.ok(f"trace load {recorded[0]}")
-    yield session
-    session.close()
+def session(session, libcalls):
+    """conftest's in-process LLDB with the recorded libcalls program loaded."""
+    session.ok(f"trace load {libcalls[0]}")
+    return session
 
 
 def main_calls_through(thread, name):
@@ -62,7 +55,7 @@ def resolver_run(thread, name):
 
 
 @pytest.mark.parametrize("name", IFUNCS)
-def test_a_call_through_a_stub_is_a_call_of_its_name_and_of_the_function_it_reached(thread, recorded, name):
+def test_a_call_through_a_stub_is_a_call_of_its_name_and_of_the_function_it_reached(thread, libcalls, name):
     through = main_calls_through(thread, name)
     assert len(through) == 3 and through[0].lazy_binding and not through[1].lazy_binding
     variant = thread.locate(through[0].address).function
@@ -77,7 +70,7 @@ def test_a_call_through_a_stub_is_a_call_of_its_name_and_of_the_function_it_reac
     lazy = through[0]
     assert lazy.first < lazy.children[0].first < lazy.entered  # the stub, ld.so's binding, then the function
     # the ground truth: every execution of those entries, and nothing else, is a call found
-    truth = GroundTruth.read(recorded[0].parent / "ground_truth" / f"{thread.tid}.txt").addresses
+    truth = GroundTruth.read(libcalls[0].parent / "ground_truth" / f"{thread.tid}.txt").addresses
     assert len(truth) == thread.item_count
     assert [i for i, address in enumerate(truth) if address in at][::-1] == [m.index for m in found]
     # the resolver's own run inside ld.so is a call of the resolver, not of the name
@@ -115,7 +108,7 @@ def reverse_stops(outputs):
     ]
 
 
-def test_a_breakpoint_on_the_name_stops_at_the_calls_in_both_lldbs(session, thread, recorded, tmp_path):
+def test_a_breakpoint_on_the_name_stops_at_the_calls_in_both_lldbs(session, thread, libcalls, tmp_path):
     expected = [(m.index, True) for m in thread.find(function="strlen")]
     session.ok("breakpoint set -n strlen")  # LLDB leaves it on the resolver: it cannot run it in a trace
     outputs = [session.ok("pt reverse-continue") for _ in expected]
@@ -124,7 +117,7 @@ def test_a_breakpoint_on_the_name_stops_at_the_calls_in_both_lldbs(session, thre
     forwards = [session.ok("pt continue") for _ in expected]  # from the beginning of history
     assert reverse_stops(forwards) == expected[::-1]
     if shutil.which("lldb-22"):
-        commands = [f"trace load {recorded[0]}", "breakpoint set -n strlen", *["pt reverse-continue"] * len(expected)]
+        commands = [f"trace load {libcalls[0]}", "breakpoint set -n strlen", *["pt reverse-continue"] * len(expected)]
         done = run_lldb_22(tmp_path, commands)
         assert reverse_stops(done.stdout.split("(lldb) pt reverse-continue")[1:]) == expected, done.stderr
 
@@ -154,7 +147,7 @@ def test_outer_frames_stand_at_their_call_as_bt_shows_them(session, thread):
 
 
 @pytest.mark.parametrize("lldb_name", ["pip", "lldb-22"])
-def test_the_oldest_frame_is_numbered_as_bt_lists_it(session, thread, recorded, tmp_path, lldb_name):
+def test_the_oldest_frame_is_numbered_as_bt_lists_it(session, thread, libcalls, tmp_path, lldb_name):
     """Inside the IFUNC resolver that ld.so's _dl_fixup calls from code inlined into it (with ld.so's debug info:
     pip LLDB 23 adds a frame for _dl_fixup below the inlined elf_ifunc_invoke, LLDB 22 does not)."""
     position = resolver_run(thread, "strlen").first
@@ -164,7 +157,7 @@ def test_the_oldest_frame_is_numbered_as_bt_lists_it(session, thread, recorded, 
     else:
         if shutil.which("lldb-22") is None:
             pytest.skip("Debian's lldb-22 is not installed")
-        done = run_lldb_22(tmp_path, [f"trace load {recorded[0]}", f"pt goto {position}", "bt"])
+        done = run_lldb_22(tmp_path, [f"trace load {libcalls[0]}", f"pt goto {position}", "bt"])
         stop, bt = done.stdout.split("(lldb) bt")
     numbers = [number for number, _ in frame_lines(bt)]
     assert numbers == list(range(len(numbers))) and len(numbers) >= 4
@@ -186,11 +179,11 @@ def got_slots(program):
 
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="GDB is not installed")
-def test_gdb_counts_the_same_calls_of_the_function_each_got_entry_reached(recorded, thread, tmp_path):
+def test_gdb_counts_the_same_calls_of_the_function_each_got_entry_reached(libcalls, thread, tmp_path):
     """GDB runs the program to exit and reads where ld.so bound each name's GOT entry (found with pyelftools); run
     again from main (where the trace begins), it counts the executions of that function's first instruction.
     (GDB 13's own ``break strlen`` stops in the IFUNC's resolver here, as LLDB's does: no reference for that.)"""
-    slots = got_slots(recorded[1])
+    slots = got_slots(libcalls[1])
     script = f"""set pagination off
 set confirm off
 break *main
@@ -213,7 +206,7 @@ json.dump({{"bound": bound, "hits": hits}}, open("{tmp_path / "gdb.json"}", "w")
 end
 """
     (tmp_path / "count.gdb").write_text(script)
-    subprocess.run(["gdb", "-nx", "-batch", "-x", str(tmp_path / "count.gdb"), str(recorded[1])],
+    subprocess.run(["gdb", "-nx", "-batch", "-x", str(tmp_path / "count.gdb"), str(libcalls[1])],
                    capture_output=True, timeout=300, check=True)  # fmt: skip
     gdb = json.loads((tmp_path / "gdb.json").read_text())
     for name in IFUNCS:

@@ -1,8 +1,8 @@
 """Native LLDB (lldb-22's intel-pt plugin) as an independent check of the sample's hand-checked ground truth."""
 
 import pytest
-from conftest import SAMPLE
 from support import native_lldb
+from support.sample_trace import SAMPLE
 
 if not native_lldb.available():
     pytest.skip("native lldb-22 with Python bindings is not installed", allow_module_level=True)

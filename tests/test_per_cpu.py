@@ -9,11 +9,11 @@ single-stepped ground truth; native lldb-22, when installed, must agree.
 import json
 import shutil
 import struct
-import sys
 
 import pytest
-from conftest import ROOT
 from support import reference_decode
+from support.paths import TRACES
+from support.trace_scripts import percpu_scenario, scenarios
 
 from lldb_trace import libipt
 from lldb_trace.bundle.model import Bundle, CpuInfo, CpuTrace, Process, Thread, TscConversion
@@ -32,11 +32,7 @@ from lldb_trace.sources.context_switches import (
 )
 from lldb_trace.trace_files import load_trace
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-import percpu_scenario
-from scenarios import modules_match
-
-COMMITTED = ROOT / "test_traces" / "percpu"
+COMMITTED = TRACES / "percpu"
 CPU = libipt.Cpu(6, 85, 4)
 IDENTITY = TscConversion(time_mult=1, time_shift=0, time_zero=0)  # tsc == ns
 
@@ -44,7 +40,7 @@ IDENTITY = TscConversion(time_mult=1, time_shift=0, time_zero=0)  # tsc == ns
 @pytest.fixture(scope="session")
 def percpu_dir(tmp_path_factory):
     """The committed bundle, or the same recipe recorded again when this machine's libraries differ."""
-    if modules_match(COMMITTED / "trace.json"):
+    if scenarios.modules_match(COMMITTED / "trace.json"):
         return COMMITTED
     return percpu_scenario.make(tmp_path_factory.mktemp("percpu") / "percpu").parent
 

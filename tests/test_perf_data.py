@@ -12,7 +12,8 @@ import struct
 import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
+from support.trace_scripts import cases, scenarios
 
 from lldb_trace.bundle.saver import SaveModule, SaveProcess, SaveThread
 from lldb_trace.decode import DATA_LOST, Gap
@@ -21,11 +22,6 @@ from lldb_trace.perf_data import BinarySearch, PerfDataError, load_perf_data, pe
 from lldb_trace.perf_data.writer import CpuStream
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
-import cases
-import scenarios
 
 HAVE_PERF = shutil.which("perf") is not None
 
@@ -117,7 +113,7 @@ ROUND_TRIP = ["basic", "threads", "static", "crash", "overflow", "snapshot", "ti
 
 @pytest.mark.parametrize("name", ROUND_TRIP)
 def test_a_bundle_written_as_perf_data_loads_back_identically(tmp_path, name):
-    bundle_path = ROOT / "test_traces" / name / "trace.json"
+    bundle_path = TRACES / name / "trace.json"
     if not scenarios.modules_match(bundle_path):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
     bundle = load_trace(bundle_path)
@@ -159,7 +155,7 @@ def test_saving_a_perf_data_with_lost_data_keeps_the_loss(made, tmp_path):
 @pytest.fixture
 def moved(tmp_path):
     """A perf.data naming the program at a path that no longer holds it; ``(perf.data, the binary, build-id)``."""
-    bundle = load_trace(ROOT / "test_traces" / "static" / "trace.json")
+    bundle = load_trace(TRACES / "static" / "trace.json")
     process = bundle.processes[0]
     recorded = tmp_path / "recorded" / "static"
     recorded.parent.mkdir()

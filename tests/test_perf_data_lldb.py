@@ -10,19 +10,15 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
-from support.lldb_session import Session  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
-import cases  # noqa: E402
-import scenarios  # noqa: E402
 from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
+from support.lldb_session import Session  # noqa: E402
+from support.trace_scripts import cases, scenarios  # noqa: E402
 
-THREADS = ROOT / "test_traces" / "threads" / "trace.json"
+THREADS = TRACES / "threads" / "trace.json"
 COMMANDS = ["thread list", "bt", "pt dump --instructions -c 8", "bt all"]
 THREAD_NUMBER = re.compile(r"^[ *]+thread #\d+[:,]", re.M)
 
@@ -93,8 +89,8 @@ def test_a_bad_perf_data_leaves_no_target(tmp_path, threads_perf):
 def test_search_path_finds_a_moved_binary_in_the_debugger(tmp_path, threads_perf):
     program = tmp_path / "bin" / "threads"
     program.parent.mkdir()
-    shutil.copy(ROOT / "test_traces" / "threads" / "modules" / "threads", program)
-    recorded = str(ROOT / "test_traces" / "threads" / "modules").encode()
+    shutil.copy(TRACES / "threads" / "modules" / "threads", program)
+    recorded = str(TRACES / "threads" / "modules").encode()
     data = threads_perf.read_bytes().replace(recorded, recorded[:-1] + b"Z")  # the same length: a path now empty
     moved = tmp_path / "moved.data"
     moved.write_bytes(data)

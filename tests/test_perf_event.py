@@ -7,25 +7,20 @@ made).
 """
 
 import errno
-import os
 import threading
 
 import pytest
+from support.perf_events import dummy_attr, open_dummy, written
 
 from lldb_trace.bundle.model import TscConversion
 from lldb_trace.capture.intel_pt import perf_event as pe
 from lldb_trace.capture.intel_pt import perf_event_errors as errors
-from lldb_trace.perf.attr import PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE, perf_event_attr
+from lldb_trace.perf.attr import perf_event_attr
 
 PT_BRANCH = 1 | 1 << 13  # intel_pt's "pt" and "branch" config bits
 
 
 # -- error messages --------------------------------------------------------------------------------
-
-
-def _write(path, text):
-    path.write_text(text)
-    return path
 
 
 def _attr(pmu_type=8, config=PT_BRANCH):
@@ -34,7 +29,7 @@ def _attr(pmu_type=8, config=PT_BRANCH):
 
 @pytest.mark.parametrize("err", [errno.EACCES, errno.EPERM])
 def test_open_error_permission(tmp_path, err):
-    paranoid = _write(tmp_path / "paranoid", "3\n")
+    paranoid = written(tmp_path / "paranoid", "3\n")
     error = errors.open_error(err, "Intel PT for thread 42", pid=42, attr=_attr(), paranoid_path=paranoid, hint="H")
     assert isinstance(error, errors.PerfPermissionError)
     assert error.errno == err
@@ -83,7 +78,7 @@ def test_open_error_others(err, cls, text):
 
 
 def test_mmap_errors(tmp_path):
-    mlock = _write(tmp_path / "mlock", "516\n")
+    mlock = written(tmp_path / "mlock", "516\n")
     error = errors.mmap_error(errno.EPERM, "trace buffer", 1 << 20, mlock_path=mlock)
     assert isinstance(error, errors.PerfResourceError)
     assert str(error) == (
@@ -99,28 +94,9 @@ def test_mmap_errors(tmp_path):
 # -- the real syscalls, with a software event ------------------------------------------------------
 
 
-def _dummy_attr(disabled=1):
-    attr = perf_event_attr(type=PERF_TYPE_SOFTWARE, config=PERF_COUNT_SW_DUMMY)
-    attr.disabled = disabled
-    attr.exclude_kernel = 1
-    attr.exclude_hv = 1
-    return attr
-
-
-def _open_dummy(tid=None, disabled=1):
-    try:
-        return pe.PerfEvent.open(_dummy_attr(disabled), tid or threading.get_native_id(), what="dummy event")
-    except errors.PerfPermissionError as exc:
-        pytest.skip(f"perf_event_open is not allowed here: {exc}")
-
-
-def _open_fds():
-    return len(os.listdir("/proc/self/fd"))
-
-
 @pytest.mark.parametrize("data_pages", [0, 1, 2, 8])
 def test_real_ring_mapping(data_pages):
-    with _open_dummy() as event:
+    with open_dummy() as event:
         event.map_ring(data_pages)
         header = event.header
         assert header.data_offset == pe.PAGE_SIZE
@@ -138,21 +114,21 @@ def test_real_ring_mapping(data_pages):
 
 
 def test_real_ring_rejects_a_bad_page_count_before_the_kernel():
-    with _open_dummy() as event, pytest.raises(ValueError, match="power of two"):
+    with open_dummy() as event, pytest.raises(ValueError, match="power of two"):
         event.map_ring(3)
 
 
 def test_real_aux_mapping_reaches_the_kernels_aux_check():
     """The kernel checks aux_offset/aux_size (EINVAL) before it asks whether the event has an AUX area
     (EOPNOTSUPP), so EOPNOTSUPP here means the offsets we wrote were accepted."""
-    with _open_dummy() as event:
+    with open_dummy() as event:
         event.map_ring(0)
         with pytest.raises(errors.PerfUnsupportedError) as info:
             event.map_aux(4)
         assert info.value.errno == errno.EOPNOTSUPP
         assert event.header.aux_offset == pe.PAGE_SIZE
         assert event.header.aux_size == 4 * pe.PAGE_SIZE
-    with _open_dummy() as event:
+    with open_dummy() as event:
         event.map_ring(2)
         event.header.aux_offset = pe.PAGE_SIZE  # overlaps the data area
         event.header.aux_size = pe.PAGE_SIZE
@@ -162,9 +138,9 @@ def test_real_aux_mapping_reaches_the_kernels_aux_check():
 
 
 def test_real_open_errors():
-    _open_dummy().close()  # skips when perf events are not allowed at all
+    open_dummy().close()  # skips when perf events are not allowed at all
     with pytest.raises(errors.PerfNoSuchThreadError, match="thread 2147483632 does not exist"):
-        pe.PerfEvent.open(_dummy_attr(), 0x7FFFFFF0, what="dummy event")
+        pe.PerfEvent.open(dummy_attr(), 0x7FFFFFF0, what="dummy event")
     bogus = perf_event_attr(type=0x7FFF0000)
     with pytest.raises(errors.PerfUnsupportedError, match="no PMU of type 2147418112") as info:
         pe.PerfEvent.open(bogus, threading.get_native_id(), what="bogus event", hint="H")

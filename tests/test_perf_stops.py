@@ -9,15 +9,15 @@ show "end of trace", or "exited" where a PERF_RECORD_EXIT says the task ended.
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from support.paths import SOURCES, TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
 from support.lldb22 import needs_lldb_22, run_lldb_22  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
+from support.trace_scripts import cases, scenarios  # noqa: E402
 
 from lldb_trace.bundle.loader import BundleError  # noqa: E402
 from lldb_trace.bundle.model import ThreadStop  # noqa: E402
@@ -29,19 +29,14 @@ from lldb_trace.perf_data import writer  # noqa: E402
 from lldb_trace.perf_data.reader import PerfDataError  # noqa: E402
 from lldb_trace.trace_files import load_trace  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
-import cases  # noqa: E402
-import scenarios  # noqa: E402
-
-CRASH = ROOT / "test_traces" / "crash"
+CRASH = TRACES / "crash"
 SEGV = "signal SIGSEGV: address not mapped to object (fault address=0x0)"
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="Linux perf is not installed")
 
 
 def built(source, folder):
     binary = folder / source.removesuffix(".c")
-    subprocess.run(["gcc", "-g", "-O0", "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(binary), str(SOURCES / source)], check=True)
     return binary
 
 
@@ -146,10 +141,10 @@ def test_lldb_22_saves_and_loads_the_crash_as_perf_data(tmp_path):
 
 
 def test_a_trace_that_does_not_say_how_it_stopped_shows_end_of_trace(tmp_path):
-    if not scenarios.modules_match(ROOT / "test_traces" / "basic" / "trace.json"):
+    if not scenarios.modules_match(TRACES / "basic" / "trace.json"):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
     perf_data = cases.make("basic", tmp_path)  # as perf record writes it: no stop section, no EXIT record
-    for name, path in [("bundle", ROOT / "test_traces" / "basic"), ("perf", perf_data)]:
+    for name, path in [("bundle", TRACES / "basic"), ("perf", perf_data)]:
         (signal, description, _pc), info = loaded_stop(tmp_path / name, path)
         assert (signal, description) == (19, "end of trace")  # LLDB's SIGSTOP: held, not resumed; no signal claimed
         assert "stop reason" not in info
@@ -157,7 +152,7 @@ def test_a_trace_that_does_not_say_how_it_stopped_shows_end_of_trace(tmp_path):
 
 @needs_lldb_22
 def test_lldb_22_shows_end_of_trace_and_the_exit(recorded, tmp_path):
-    if not scenarios.modules_match(ROOT / "test_traces" / "basic" / "trace.json"):
+    if not scenarios.modules_match(TRACES / "basic" / "trace.json"):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
     perf_data = cases.make("basic", tmp_path)
     done = run_lldb_22(tmp_path, [f"trace load {perf_data}", f"trace load {recorded['forks'][2]}", "thread list"])

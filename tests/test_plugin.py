@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLE
 from support.lldb22 import needs_lldb_22
+from support.paths import ROOT
+from support.sample_trace import SAMPLE
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 

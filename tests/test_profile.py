@@ -22,20 +22,15 @@ from pathlib import Path
 
 import capstone
 import pytest
-from conftest import ROOT
+from support.committed_bundles import gapless_thread
 from support.ground_truth_counts import function_table, ground_truth_counts
-from support.lldb22 import needs_lldb_22, run_lldb_22
+from support.paths import HISTORY, SOURCES, TRACES
 
 from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
-from lldb_trace.analysis.item_range import RangeError
 from lldb_trace.capture.encoder.ground_truth import GroundTruth
-from lldb_trace.profile import ProfileError, by_address, profile
-from lldb_trace.views.profile import profile_json, profile_text
+from lldb_trace.profile import profile
 
-TRACES = ROOT / "test_traces"
-SOURCES = TRACES / "src"
-HISTORY = TRACES / "history"
 DEFINITION = re.compile(r"^(?!typedef|return)[A-Za-z_][\w \t\*\(\)]*?\b(\w+)\([^;]*?\)\s*\{", re.M)
 # (bundle, tid, the sources defining the program's own functions)
 CASES = [
@@ -51,13 +46,6 @@ CASES = [
     (HISTORY / "nodebug", 18243, ["nodebug.c", "nodebug_lib.c"]),
 ]
 CASE_IDS = [f"{folder.name}-{tid}" for folder, tid, _ in CASES]
-
-
-@cache
-def thread_of(folder, tid):
-    thread = api.open_bundle(folder).thread(tid)
-    assert not thread.decoded.gaps  # ground truth index == item index
-    return thread
 
 
 def own_functions(folder, sources):
@@ -115,7 +103,7 @@ def shadow_stack(folder, tid):
 
 def truth_rows(folder, tid, by, first, last):
     """``(calls, exclusive, inclusive)`` Counters from the ground truth by function or line (items first..last)."""
-    shadow, locate = shadow_stack(folder, tid), thread_of(folder, tid).symbolizer.locate
+    shadow, locate = shadow_stack(folder, tid), gapless_thread(folder, tid).symbolizer.locate
     name_at = lambda address: shadow.table.name_at(address)[0]  # noqa: E731
 
     def line_of(address):
@@ -164,27 +152,27 @@ def slices(count):
 
 @pytest.mark.parametrize(("folder", "tid", "sources"), CASES, ids=CASE_IDS)
 def test_function_rows_match_the_ground_truth(folder, tid, sources):
-    thread = thread_of(folder, tid)
+    thread = gapless_thread(folder, tid)
     own = own_functions(folder, sources)
     whole = ground_truth_counts(folder, tid)
-    made = profile(thread.process_trace, tid, thread.symbolizer)
+    made = profile(thread)
     assert made.instructions == whole.instructions == sum(row.exclusive for row in made.rows)
     rows = rows_by_name(made)
     for name in own & set(whole.exclusive):
         tail_calls = 6 if name == "tailcall`leaf" else 0  # entered by a jump: a call the ground truth does not count
         assert (rows[name].exclusive, rows[name].calls) == (whole.exclusive[name], whole.calls[name] + tail_calls)
     for first, last in slices(whole.instructions):
-        made = profile(thread.process_trace, tid, thread.symbolizer, "function", f"{first}:{last}")
+        made = profile(thread, "function", f"{first}:{last}")
         assert made.instructions == last - first + 1 == sum(row.exclusive for row in made.rows)
         assert_rows(made, *truth_rows(folder, tid, "function", first, last), own)
 
 
 @pytest.mark.parametrize(("folder", "tid", "sources"), CASES, ids=CASE_IDS)
 def test_line_rows_match_the_ground_truth(folder, tid, sources):
-    thread = thread_of(folder, tid)
+    thread = gapless_thread(folder, tid)
     count = thread.decoded.instruction_count
     for first, last in slices(count):
-        made = profile(thread.process_trace, tid, thread.symbolizer, "line", f"{first}:{last}")
+        made = profile(thread, "line", f"{first}:{last}")
         calls, exclusive, inclusive = truth_rows(folder, tid, "line", first, last)
         assert {row.name: row.exclusive for row in made.rows if row.exclusive} == +exclusive
         assert made.instructions == sum(exclusive.values()) == last - first + 1
@@ -256,7 +244,7 @@ def test_rows_and_times_match_a_walk_of_every_item(folder, tid, by):
     thread = api.open_bundle(folder).thread(tid)
     count = thread.decoded.item_count
     for first, last in slices(count):
-        made = profile(thread.process_trace, tid, thread.symbolizer, by, f"{first}:{last}")
+        made = profile(thread, by, f"{first}:{last}")
         expected = forest_rows(thread, by, first, last)
         if made.time_unit is None:
             expected = {name: values[:3] for name, values in expected.items()}
@@ -266,154 +254,3 @@ def test_rows_and_times_match_a_walk_of_every_item(folder, tid, by):
             for row in made.rows
         }
         assert got == expected
-
-
-def test_times_add_up_and_are_absent_without_timing():
-    timed = api.open_bundle(TRACES / "timestamps").thread(5683)
-    times = ThreadTimes(timed.decoded, timed.process_trace.bundle.tsc_conversion)
-    for by in ("function", "line", "module"):
-        made = profile(timed.process_trace, 5683, timed.symbolizer, by, "100:6000")
-        assert made.time_unit == "ns" and made.time == int(times.at([6001])[0] - times.at([100])[0]) > 0
-        assert sum(row.inclusive_time > 0 for row in made.rows) > 1
-        assert "times in ns" in profile_text(made, made.rows) and "exclusive ns  inclusive ns" in profile_text(
-            made, made.rows
-        )
-        assert all("exclusiveTime" in row for row in json.loads(profile_json(made, made.rows, "time"))["rows"])
-    untimed = thread_of(HISTORY / "recursion", 18153)
-    made = profile(untimed.process_trace, 18153, untimed.symbolizer, "line")
-    assert made.time_unit is None and made.time is None
-    assert all(row.exclusive_time is None and row.inclusive_time is None for row in made.rows)
-    text = profile_text(made, made.rows)
-    assert "no timing in this trace" in text and " ns" not in text and "ticks" not in text
-    document = json.loads(profile_json(made, made.rows, "exclusive"))
-    assert document["timeUnit"] is None and "time" not in document
-    assert not any(key.endswith("Time") for row in document["rows"] for key in row)
-    with pytest.raises(ProfileError, match=r"^cannot sort by time: the trace of thread 18153 has no timing$"):
-        made.sorted_rows("time")
-
-
-def test_the_table_and_json_of_the_recursion_program():
-    thread = thread_of(HISTORY / "recursion", 18153)
-    made = profile(thread.process_trace, 18153, thread.symbolizer)
-    assert profile_text(made, made.rows[:2]).splitlines() == [
-        "Profile of thread 18153 by function: items 0:346 (347 instructions), no timing in this trace",
-        "calls  exclusive       %  inclusive       %  function",
-        "   15        236   68.0%        236   68.0%  recursion`fib",
-        "    8         98   28.2%         98   28.2%  recursion`fact",
-        "   23        347  100.0%                     total (2 of 3 functions)",
-        "... 1 more function: '-c 0' shows all",
-    ]
-    assert [row.name for row in made.sorted_rows("inclusive")] == ["recursion`main", "recursion`fib", "recursion`fact"]
-    assert [row.name for row in made.sorted_rows("name")] == ["recursion`fact", "recursion`fib", "recursion`main"]
-    lines = profile(thread.process_trace, 18153, thread.symbolizer, "line", "10:100")
-    assert [row.name for row in lines.sorted_rows("name")][:3] == ["recursion.c:10", "recursion.c:11", "recursion.c:12"]
-    document = json.loads(profile_json(lines, lines.rows[:1], "exclusive"))
-    compiled_at = document["rows"][0].pop("file")  # the path DWARF names: where the program was built
-    assert compiled_at.endswith("/test_traces/src/recursion.c")
-    assert document == {
-        "thread": 18153, "by": "line", "range": {"first": 10, "last": 100}, "instructions": 91, "calls": 7,
-        "timeUnit": None, "sort": "exclusive", "rowCount": 7,
-        "rows": [{
-            "name": "recursion.c:13", "line": 13, "function": "recursion`fact",
-            "calls": 6, "exclusive": 29, "exclusiveShare": 0.318681, "inclusive": 79, "inclusiveShare": 0.868132,
-        }],
-    }  # fmt: skip
-
-
-def test_bad_input_is_one_line(tmp_path):
-    thread = thread_of(HISTORY / "recursion", 18153)
-    process_trace = thread.process_trace
-    with pytest.raises(ProfileError, match=r"^unknown grouping 'file': choose function, line or module$"):
-        profile(process_trace, 18153, thread.symbolizer, "file")
-    with pytest.raises(RangeError, match=r"^range 5:2 holds no items: the thread has items 0 to 346$"):
-        profile(process_trace, 18153, thread.symbolizer, "line", "5:2")
-    with pytest.raises(RangeError, match=r"^bad range 'abc'"):
-        profile(process_trace, 18153, thread.symbolizer, "function", "abc")
-    with pytest.raises(ProfileError, match=r"^unknown sort 'size'"):
-        profile(process_trace, 18153, thread.symbolizer).sorted_rows("size")
-    document = json.loads((TRACES / "static" / "trace.json").read_text())
-    process = document["processes"][0]
-    for entry in process["threads"]:
-        entry["iptTrace"] = str(TRACES / "static" / entry["iptTrace"])
-    for module in process["modules"]:
-        module["file"] = str(TRACES / "static" / module["file"])
-    process["threads"].append({"tid": 99999})
-    (tmp_path / "trace.json").write_text(json.dumps(document))
-    traceless = api.open_bundle(tmp_path / "trace.json").thread(99999)
-    with pytest.raises(ProfileError, match=r"^thread 99999 has no trace to profile$"):
-        profile(traceless.process_trace, 99999, traceless.symbolizer)
-
-
-@pytest.fixture
-def session(tmp_path):
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
-    yield session
-    session.close()
-
-
-def test_pt_profile_in_lldb(session, tmp_path):
-    assert session.handle("pt profile").GetError() == "error: no target: load a trace with 'trace load BUNDLE'\n"
-    session.ok(f"trace load {HISTORY / 'recursion' / 'trace.json'}")
-    thread = thread_of(HISTORY / "recursion", 18153)
-    expected = profile(thread.process_trace, 18153, thread.symbolizer, "line", "10:100")
-    shown = json.loads(session.ok("pt profile --by line --range 10:100 --json -c 0"))
-    assert shown == json.loads(profile_json(expected, expected.rows, "exclusive"))
-    text = session.ok("pt profile -c 2 --sort inclusive")
-    assert text.splitlines()[:3] == [
-        "Profile of thread 18153 by function: items 0:346 (347 instructions), no timing in this trace",
-        "calls  exclusive       %  inclusive       %  function",
-        "    0         13    3.7%        347  100.0%  recursion`main",
-    ]
-    assert "... 1 more function: '-c 0' shows all" in text
-    assert "total (1 of 1 module)" in session.ok("pt profile -b mod -s name -t 18153")
-    written = tmp_path / "profile.txt"
-    wrote = session.ok(f"pt profile --by line --file {written}")
-    assert wrote.strip() == f"wrote the profile of thread 18153 to {written}"
-    assert written.read_text().startswith("Profile of thread 18153 by line:")
-    errors = {
-        "pt profile --by file": "unknown by 'file': choose function, line or module",
-        "pt profile --range 5:2": "range 5:2 holds no items: the thread has items 0 to 346",
-        "pt profile --range 12": "bad range '12': write FROM:TO with item indices, e.g. 1000:2000",
-        "pt profile -s size": "unknown sort 'size': choose exclusive, inclusive, calls, name, time or inclusive-time",
-        "pt profile -s time": "cannot sort by time: the trace of thread 18153 has no timing",
-        "pt profile -t 7": "process 18153 has no traced thread 7 (its threads: 18153)",
-        "pt profile -t 18153 -t 18153": "pt profile profiles one thread: give -t once",
-        f"pt profile --file {tmp_path / 'absent' / 'p.txt'}": f"cannot write {tmp_path / 'absent' / 'p.txt'}: the"
-        f" folder {tmp_path / 'absent'} does not exist",
-    }
-    for command, error in errors.items():
-        assert session.handle(command).GetError() == f"error: {error}\n", command
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".profile-")) == []
-
-
-@needs_lldb_22
-def test_pt_profile_in_debians_lldb_22(tmp_path):
-    written = tmp_path / "profile.json"
-    commands = [
-        f"trace load {TRACES / 'timestamps' / 'trace.json'}",
-        "pt profile -b module",
-        f"pt profile --by line --range 100:6000 --json -c 0 --file {written}",
-        "pt profile --by nothing",
-    ]
-    run = run_lldb_22(tmp_path, commands)
-    assert run.returncode != 0 and "error: unknown by 'nothing': choose function, line or module" in run.stderr
-    assert "Profile of thread 5683 by module: items 0:8476 (8477 instructions), times in ns" in run.stdout
-    assert re.search(r"\n\s+196\s+8477\s+100\.0%\s+587993765\s+total \(3 of 3 modules\)", run.stdout), run.stdout
-    thread = api.open_bundle(TRACES / "timestamps").thread(5683)
-    expected = profile(thread.process_trace, 5683, thread.symbolizer, "line", "100:6000")
-    assert json.loads(written.read_text()) == json.loads(profile_json(expected, expected.rows, "exclusive"))
-
-
-def test_counting_by_address_in_chunks_changes_nothing(monkeypatch):
-    """Lines and modules are counted a chunk of items at a time (bounded memory); chunk edges cut blocks."""
-    thread = api.open_bundle(TRACES / "cycles").threads[0]
-    whole = {
-        by: profile(thread.process_trace, thread.tid, thread.symbolizer, by, "7:8000") for by in ("line", "module")
-    }
-    monkeypatch.setattr(by_address, "CHUNK_ITEMS", 97)
-    for by, expected in whole.items():
-        chunked = profile(thread.process_trace, thread.tid, thread.symbolizer, by, "7:8000")
-        assert [vars(row) for row in chunked.rows] == [vars(row) for row in expected.rows]

@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from conftest import ROOT
+from support.paths import HISTORY
 
 from lldb_trace import progress
 from lldb_trace.decode import process_image
@@ -16,7 +16,7 @@ from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 
-EXCEPTIONS = ROOT / "test_traces" / "history" / "exceptions"
+EXCEPTIONS = HISTORY / "exceptions"
 
 
 class Recorder:

@@ -3,14 +3,14 @@
 import json
 
 import pytest
-from conftest import SAMPLE
+from support.sample_trace import SAMPLE
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
 from support.launching import launchable  # noqa: E402
+from support.lldb_output import listed  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_dump_commands import listed  # noqa: E402
-from test_intel_pt_pmu import FakeEvent  # noqa: E402
+from support.perf_events import FakeEvent  # noqa: E402
 
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
 from lldb_trace.capture.intel_pt import pmu as intel_pt_pmu  # noqa: E402
@@ -18,16 +18,6 @@ from lldb_trace.capture.intel_pt import thread_event as intel_pt_event  # noqa: 
 from lldb_trace.debugger import live_session as live  # noqa: E402
 
 DROPPED = "ran on untraced after 'pt stop', so its trace was dropped"
-
-
-@pytest.fixture
-def session(tmp_path):
-    (tmp_path / "lldb").mkdir()
-    session = Session(tmp_path / "lldb")
-    yield session
-    if session.target.GetProcess().IsValid():
-        session.target.GetProcess().Kill()
-    session.close()
 
 
 def routed(session, command):

@@ -18,15 +18,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
-from test_recorder import check_exact
+from support.paths import SOURCES
+from support.reference_decode import check_exact
+from support.trace_scripts import scenarios
 
 from lldb_trace import cli
 from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.capture.ptrace_recorder.progress_line import RecordingProgress
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-import scenarios
 
 
 def record_cli(outdir, program, *options, stderr=subprocess.PIPE, args=()):
@@ -122,7 +120,7 @@ def test_the_recorder_writes_the_bundle_trace_save_writes(tmp_path, static_progr
 @pytest.fixture(scope="module")
 def endless(tmp_path_factory):
     binary = tmp_path_factory.mktemp("endless") / "endless"
-    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(ROOT / "test_traces" / "src" / "endless.c")], check=True)
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "endless.c")], check=True)
     return binary
 
 

@@ -8,20 +8,17 @@ same recipe first, so the check always runs on real streams of real programs.
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from support import reference_decode
+from support.paths import TRACES
+from support.reference_decode import check_exact, threads_of, truth_of
+from support.trace_scripts import scenarios
 
 from lldb_trace import libipt
-from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.capture.ptrace_recorder.recording import RecordError, RecordOptions, record
 from lldb_trace.errors import LldbTraceError
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-import scenarios
 
 COMMITTED = [s.name for s in scenarios.SCENARIOS if s.committed]
 
@@ -32,7 +29,7 @@ def scenario_bundle(tmp_path_factory):
 
     def get(name):
         if name not in made:
-            committed = ROOT / "test_traces" / name / "trace.json"
+            committed = TRACES / name / "trace.json"
             if scenarios.BY_NAME[name].committed and scenarios.modules_match(committed):
                 made[name] = committed
             else:
@@ -40,27 +37,6 @@ def scenario_bundle(tmp_path_factory):
         return made[name]
 
     return get
-
-
-def threads_of(bundle_path):
-    bundle = json.loads(Path(bundle_path).read_text())
-    return [thread["tid"] for thread in bundle["processes"][0]["threads"]]
-
-
-def truth_of(bundle_path, tid):
-    return GroundTruth.read(Path(bundle_path).parent / "ground_truth" / f"{tid}.txt")
-
-
-def check_exact(bundle_path):
-    """Both libipt decoders reproduce every thread's ground truth, gaps only where expected."""
-    for tid in threads_of(bundle_path):
-        truth = truth_of(bundle_path, tid)
-        expected = truth.decodable_segments()
-        items = reference_decode.decode_thread(bundle_path, tid)
-        assert reference_decode.segments_of(items) == expected, f"thread {tid}"
-        blocks = reference_decode.decode_thread(bundle_path, tid, libipt.BlockDecoder)
-        assert reference_decode.blocks_tile(blocks, [a for segment in expected for a in segment])
-        yield tid, truth, items
 
 
 @pytest.mark.parametrize("name", [n for n in COMMITTED if n != "missing-module"])

@@ -8,14 +8,14 @@ out") hold both; the project follows the newer GDB.  From the same position
 reached any other way, reverse-step goes to the start of the calling line.
 """
 
-from pathlib import Path
-
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
+from support.lldb_output import positions
+from support.paths import HISTORY
 
 from lldb_trace import api
 
-LINES = Path(__file__).resolve().parent.parent / "test_traces" / "history" / "lines"
+LINES = HISTORY / "lines"
 # In weigh() at 77 (lines.c:13), called from total() at lines.c:19; the line before that is lines.c:18.
 COMMANDS = ["pt goto 77", "pt reverse-finish", "pt reverse-step", "pt goto 67", "pt reverse-step"]
 
@@ -36,10 +36,6 @@ def test_the_calling_line_counts_as_stepped_back_over_after_reverse_finish():
     history.stepi()
     history.stepi(reverse=True)  # back at the call, but by another way: the line is not stepped over
     assert history.step(reverse=True).position == 57
-
-
-def positions(output):
-    return [int(line.split()[2]) for line in output.splitlines() if line.startswith("Position: instruction")]
 
 
 def test_in_lldb(tmp_path):

@@ -5,13 +5,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.committed_bundles import loadable  # noqa: E402
 from support.launching import launchable  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_trace_commands import loadable  # noqa: E402
 
 import lldb_trace.api as pt  # noqa: E402
 from lldb_trace.bundle.model import CpuInfo  # noqa: E402
@@ -30,7 +30,7 @@ def dumps(bundle, tmp_path, name):
 
 def test_saved_bundle_with_copied_images_loads_without_the_originals(tmp_path):
     source = tmp_path / "original"
-    shutil.copytree(ROOT / "test_traces" / "crash", source)
+    shutil.copytree(TRACES / "crash", source)
     loadable(source)
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
@@ -62,7 +62,7 @@ def test_save_refuses_to_write_outside_its_directory(tmp_path):
 
 def test_a_save_that_fails_writes_nothing(tmp_path):
     """A module copy fails after the trace was staged: no file of the bundle appears, the folder's own files stay."""
-    crash = load_trace(ROOT / "test_traces" / "crash" / "trace.json")
+    crash = load_trace(TRACES / "crash" / "trace.json")
     process = crash.processes[0]
     modules = [SaveModule(m.system_path, m.path, m.load_address, m.uuid) for m in process.modules]
     modules.append(SaveModule("/gone/libgone.so", tmp_path / "libgone.so", 0x7FFF0000, None))

@@ -4,8 +4,8 @@ import json
 
 import jsonschema
 import pytest
-from conftest import ROOT
 from support.bundle_cases import to_rfc
+from support.paths import ROOT
 
 from lldb_trace.bundle import SchemaError, render_schema, schema, schema_names
 from lldb_trace.bundle.schemas import validate

@@ -7,17 +7,16 @@ show the same stop, in the pip LLDB and in Debian's lldb-22, which must still de
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.committed_bundles import loadable  # noqa: E402
 from support.launching import launchable  # noqa: E402
+from support.lldb_batch import LOAD_PLUGIN, lldb_batch  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
-from test_trace_commands import lldb_batch, loadable  # noqa: E402
 
 from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.capture.ptrace_recorder.bundle_writer import write_bundle  # noqa: E402
@@ -82,7 +81,7 @@ def test_a_recorded_fatal_signal_loads_as_the_stop_live_lldb_shows(case, tmp_pat
 
 
 def test_the_committed_crash_loads_stopped_by_its_sigsegv(tmp_path):
-    folder = ROOT / "test_traces" / "crash"
+    folder = TRACES / "crash"
     loadable(folder)
     (signal, description, pc), _info = loaded_stop(tmp_path / "loaded", folder / "trace.json")
     assert (signal, pc) == (11, 0x40113E)
@@ -123,11 +122,9 @@ def test_lldb_22_decodes_the_bundle_natively_and_shows_the_stop_with_the_plugin(
     write_bundle(recording, tmp_path / "bundle")
     [(tid, flow)] = recording.threads.items()
     assert native_lldb.decode_addresses(tmp_path / "bundle" / "trace.json") == {tid: list(flow.truth.addresses)}
-    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
     result = lldb_batch(
         binary,
-        f"script import site; site.addsitedir('{site}'); site.addsitedir('{ROOT}')",
-        "command script import lldb_trace",
+        *LOAD_PLUGIN,
         f"trace load {tmp_path / 'bundle'}",
         "thread list",
     )

@@ -7,7 +7,7 @@ distance from the end; a tail that reaches the first PSB is the whole decode.
 """
 
 import pytest
-from test_decoder import SCENARIOS, events, psb_case, scenario, sequence  # noqa: F401 (fixtures)
+from support.scenario_decoding import SCENARIOS, events, sequence
 
 from lldb_trace.decode.parallel import psb_offsets
 from lldb_trace.decode.tail import TraceTail
@@ -52,20 +52,20 @@ def check_tail(opened, tid):
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_decoding_from_the_end_gives_the_end_of_one_pass(scenario, name):  # noqa: F811
+def test_decoding_from_the_end_gives_the_end_of_one_pass(scenario, name):
     opened = scenario(name)
     for tid in opened.tids:
         check_tail(opened, tid)
 
 
 @pytest.mark.parametrize("name", ["before-branch", "after-reenable", "control"])
-def test_psb_cases_decode_from_the_end_like_one_pass(psb_case, name):  # noqa: F811
+def test_psb_cases_decode_from_the_end_like_one_pass(psb_case, name):
     opened = psb_case(name)
     [tid] = opened.tids
     check_tail(opened, tid)
 
 
-def test_a_tail_decodes_only_its_last_periods(scenario):  # noqa: F811
+def test_a_tail_decodes_only_its_last_periods(scenario):
     opened = scenario("basic")
     [tid] = opened.tids
     trace = opened.trace.trace_bytes(tid)
@@ -76,7 +76,7 @@ def test_a_tail_decodes_only_its_last_periods(scenario):  # noqa: F811
     assert 0 < decoded.instruction_count < opened.single_pass(tid).instruction_count
 
 
-def test_an_empty_trace_has_an_empty_complete_tail(scenario):  # noqa: F811
+def test_an_empty_trace_has_an_empty_complete_tail(scenario):
     opened = scenario("basic")
     tail = TraceTail(b"", opened.trace.cpu, opened.image, opened.trace.expander)
     assert tail.extend(10).item_count == 0 and tail.complete

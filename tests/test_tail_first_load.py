@@ -8,7 +8,7 @@ loaded whole (the threshold as shipped), in the same LLDB.
 import re
 
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
@@ -18,7 +18,7 @@ from support.lldb_session import Session  # noqa: E402
 from lldb_trace import process_trace  # noqa: E402
 from lldb_trace.debugger import registry  # noqa: E402
 
-THREADS = ROOT / "test_traces" / "threads" / "trace.json"
+THREADS = TRACES / "threads" / "trace.json"
 ITEM = re.compile(r"^\s+\[(-?\d+)\] (0x[0-9a-f]+)", re.M)
 
 

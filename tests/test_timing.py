@@ -8,11 +8,11 @@ estimate, these tests only compare it with the readings.
 """
 
 import shutil
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from support.paths import TRACES
+from support.trace_scripts import cases, scenarios
 
 from lldb_trace import api
 from lldb_trace.analysis import ThreadTimes
@@ -27,7 +27,7 @@ from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.profile import profile
 from lldb_trace.trace_files import load_trace
 
-STATIC = ROOT / "test_traces" / "static"
+STATIC = TRACES / "static"
 TID = 5668
 START = 1_700_000_000_000  # ns
 
@@ -135,12 +135,7 @@ def test_thread_times_convert_like_perf(static_trace):
 
 # -- the cycle-accurate scenario, against Linux perf's own timed decode -------------------------------------------
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-sys.path.insert(0, str(ROOT / "test_traces" / "perf"))
-import cases  # noqa: E402
-import scenarios  # noqa: E402
-
-CYCLES = ROOT / "test_traces" / "cycles" / "trace.json"
+CYCLES = TRACES / "cycles" / "trace.json"
 
 
 def _times(bundle):
@@ -194,7 +189,7 @@ def test_a_profile_of_the_cycle_accurate_trace_spends_all_of_its_time():
     times = ThreadTimes(thread.decoded, thread.process_trace.bundle.tsc_conversion)
     span = int(times.at([thread.decoded.item_count])[0] - times.at([0])[0])
     for by in ("function", "line", "module"):
-        made = profile(thread.process_trace, thread.tid, thread.symbolizer, by)
+        made = profile(thread, by)
         assert made.time_unit == "ns" and sum(row.exclusive_time for row in made.rows) == span
-    functions = profile(thread.process_trace, thread.tid, thread.symbolizer).rows
+    functions = profile(thread).rows
     assert sum(1 for row in functions if row.exclusive_time == 0) <= len(functions) // 10

@@ -2,38 +2,24 @@
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from support.bundle_cases import CASES, STATIC, break_bundle, make_good_bundle
+from support.paths import SOURCES, TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
 
+from support.committed_bundles import loadable  # noqa: E402
+from support.lldb_batch import LOAD_PLUGIN, lldb_batch  # noqa: E402
 from support.lldb_session import Session  # noqa: E402
 
 from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.elf_info import ElfInfo  # noqa: E402
 from lldb_trace.trace_files import load_trace  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "test_traces"))
-from scenarios import modules_match  # noqa: E402
-
-BUNDLES = sorted(p.parent for p in (ROOT / "test_traces").glob("*/trace.json"))
-
-
-@pytest.fixture
-def session(tmp_path):
-    session = Session(tmp_path)
-    yield session
-    session.close()
-
-
-def loadable(folder):
-    if not modules_match(folder / "trace.json"):
-        pytest.skip(f"{folder.name} was recorded against system libraries that differ here")
+BUNDLES = sorted(p.parent for p in TRACES.glob("*/trace.json"))
 
 
 def expected_end(folder, tid):
@@ -87,10 +73,10 @@ def test_trace_load_gives_a_stopped_process_like_a_core_file(session, folder):
 
 
 def test_post_mortem_commands_work_on_the_crash(session):
-    folder = ROOT / "test_traces" / "crash"
+    folder = TRACES / "crash"
     loadable(folder)
     compiled_in = "/work/main/test_traces/src"  # where the committed programs were built (their DWARF says so)
-    session.ok(f"settings set target.source-map {compiled_in} {ROOT / 'test_traces' / 'src'}")
+    session.ok(f"settings set target.source-map {compiled_in} {SOURCES}")
     loaded = session.ok(f"pt load {folder}")
     assert "frame #0: 0x000000000040113e crash`descend" in loaded and "-> 8   \t    return *pointer;" in loaded
     assert "12  \tint main(void) {" in session.ok("source list")  # continues after the lines shown
@@ -108,7 +94,7 @@ def test_post_mortem_commands_work_on_the_crash(session):
 
 
 def test_threads_can_be_selected(session):
-    folder = ROOT / "test_traces" / "threads"
+    folder = TRACES / "threads"
     loadable(folder)
     session.ok(f"trace load {folder}")
     process = session.target.GetProcess()
@@ -164,7 +150,7 @@ def test_dump_session_info(session, tmp_path):
 
 
 def test_dump_threads_by_tid(session):
-    folder = ROOT / "test_traces" / "threads"
+    folder = TRACES / "threads"
     loadable(folder)
     session.ok(f"trace load {folder}")
     tids = [t.tid for t in load_trace(folder).processes[0].threads]
@@ -181,7 +167,7 @@ def test_dump_threads_by_tid(session):
 
 
 def test_thread_trace_dump_info_is_routed_with_thread_indexes(session, tmp_path):
-    folder = ROOT / "test_traces" / "threads"
+    folder = TRACES / "threads"
     loadable(folder)
     session.ok(f"trace load {folder}")
     session.handle("thread trace dump info --json 2")
@@ -231,13 +217,6 @@ def test_routing_can_be_turned_off(tmp_path, monkeypatch):
         session.close()
 
 
-def lldb_batch(binary, *commands, cwd=None):
-    args = [binary, "--no-lldbinit", "--batch"]
-    for command in commands:
-        args += ["-o", command]
-    return subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=cwd)
-
-
 def test_routed_errors_are_printed_as_errors_in_batch_mode(tmp_path):
     binary = Path(sys.executable).parent / "lldb"
     if not binary.exists():
@@ -251,12 +230,10 @@ def test_plugin_works_in_debians_lldb_22(tmp_path):
     binary = shutil.which("lldb-22")
     if binary is None:
         pytest.skip("Debian's lldb-22 is not installed")
-    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
     path = make_good_bundle(tmp_path)
     result = lldb_batch(
         binary,
-        f"script import site; site.addsitedir('{site}'); site.addsitedir('{ROOT}')",
-        "command script import lldb_trace",
+        *LOAD_PLUGIN,
         f"trace load {path}",
         "thread list",
         "trace dump",
@@ -318,7 +295,7 @@ def _copied(folder, tmp_path):
 
 def test_load_selects_the_thread_a_signal_stopped(session, tmp_path):
     """Live LLDB selects the thread that crashed; a loaded trace does too, not the main thread."""
-    folder = ROOT / "test_traces" / "threads"
+    folder = TRACES / "threads"
     loadable(folder)
     document = _copied(folder, tmp_path)
     worker = document["processes"][0]["threads"][1]
@@ -330,7 +307,7 @@ def test_load_selects_the_thread_a_signal_stopped(session, tmp_path):
 
 
 def test_a_thread_without_instructions_says_so_instead_of_reading_address_zero(session, tmp_path):
-    document = _copied(ROOT / "test_traces" / "static", tmp_path)
+    document = _copied(TRACES / "static", tmp_path)
     document["processes"][0]["threads"].append({"tid": 99999})
     (tmp_path / "trace.json").write_text(json.dumps(document))
     session.ok(f"trace load {tmp_path / 'trace.json'}")
@@ -342,7 +319,7 @@ def test_a_thread_without_instructions_says_so_instead_of_reading_address_zero(s
 
 
 def test_load_warns_of_a_truncated_trace(session, tmp_path):
-    folder = ROOT / "test_traces" / "crash"
+    folder = TRACES / "crash"
     loadable(folder)
     shutil.copytree(folder, tmp_path / "crash")
     (trace,) = (tmp_path / "crash" / "traces").iterdir()

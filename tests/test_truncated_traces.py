@@ -12,15 +12,15 @@ The parallel piece decoder must give exactly what one pass gives.
 
 import json
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import TRACES
+from support.trace_scripts import scenarios
 
 import lldb_trace.decode
 from lldb_trace import cli, libipt
@@ -36,9 +36,6 @@ from lldb_trace.libipt import IpCompression as Ipc
 from lldb_trace.libipt import packets as p
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
-
-sys.path.insert(0, str(ROOT / "test_traces"))
-import scenarios
 
 SWEPT = ["basic", "crash", "timestamps", "overflow", "snapshot"]
 
@@ -87,7 +84,7 @@ def real(tmp_path_factory):
 
     def get(name):
         if name not in opened:
-            folder = ROOT / "test_traces" / name
+            folder = TRACES / name
             if not scenarios.modules_match(folder / "trace.json"):
                 fresh = tmp_path_factory.mktemp(name) / name
                 folder = scenarios.make(scenarios.BY_NAME[name], fresh).parent

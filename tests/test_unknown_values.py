@@ -8,14 +8,13 @@ and heap are in no file.  test_traces/crash's ``pointer`` is in ``.bss`` at
 "about to crash" is in ``.rodata`` at 0x402004.
 """
 
-from pathlib import Path
-
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
+from support.paths import HISTORY, TRACES
 
 from lldb_trace import api
 
-CRASH = Path(__file__).resolve().parent.parent / "test_traces" / "crash" / "trace.json"
+CRASH = TRACES / "crash" / "trace.json"
 POINTER, STRING, HEAP = 0x404020, 0x402004, 0x4052A0
 COMMANDS = [
     f"trace load {CRASH}",
@@ -70,7 +69,7 @@ def test_in_lldb_22(tmp_path):
     check(result.stdout, result.stderr)
 
 
-GRADEBOOK = Path(__file__).resolve().parent.parent / "test_traces" / "history" / "gradebook" / "trace.json"
+GRADEBOOK = HISTORY / "gradebook" / "trace.json"
 
 
 def test_a_structs_fields_read_as_unknown_not_as_failed_reads(tmp_path):

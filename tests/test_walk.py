@@ -10,25 +10,24 @@ its exported names, so calls are compared exactly on the programs' own functions
 
 import shutil
 import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import capstone
 import numpy as np
 import pytest
-from conftest import ROOT
 from support.ground_truth_counts import function_table, ground_truth_counts
+from support.lldb_batch import LOAD_PLUGIN
+from support.paths import HISTORY, ROOT, TRACES
 
 from lldb_trace import api, progress, subscribe
 from lldb_trace.analysis.item_range import RangeError
 from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.subscribe import walker
 
-BASIC = (ROOT / "test_traces" / "basic", 5662)
-RECURSION = (ROOT / "test_traces" / "history" / "recursion", 18153)
-OVERFLOW = ROOT / "test_traces" / "overflow"
-TIMESTAMPS = ROOT / "test_traces" / "timestamps"
+BASIC = (TRACES / "basic", 5662)
+RECURSION = (HISTORY / "recursion", 18153)
+OVERFLOW = TRACES / "overflow"
+TIMESTAMPS = TRACES / "timestamps"
 EXAMPLES = ROOT / "examples"
 
 
@@ -149,7 +148,7 @@ def test_events_come_in_trace_order_whatever_the_chunks():
     for chunk in (3, 7, 64, walker.CHUNK):
         events, callbacks = recorder()
         handlers = {kind: callbacks[f"on_{kind}"] for kind in subscribe.KINDS}
-        subscribe.walk(thread.process_trace, thread.tid, thread.symbolizer, handlers, chunk=chunk)
+        subscribe.walk(thread, handlers, chunk=chunk)
         runs.append([(e.kind, e.index, e.depth, e.address, e.row) for e in events])
     assert all(run == runs[0] for run in runs)
     order = runs[0]
@@ -280,7 +279,7 @@ def test_ctrl_c_stops_a_long_walk():
     seen = []
     handlers = {"instruction": seen.append}
     with progress.reporting(Interrupting()), pytest.raises(progress.WorkInterruptedError):
-        subscribe.walk(thread.process_trace, thread.tid, thread.symbolizer, handlers, chunk=100)
+        subscribe.walk(thread, handlers, chunk=100)
     assert 0 < len(seen) < thread.item_count
 
 
@@ -288,14 +287,10 @@ def test_ctrl_c_stops_a_long_walk():
 
 
 @pytest.fixture
-def session(tmp_path):
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
+def session(session):
+    """conftest's in-process LLDB with the basic scenario loaded."""
     session.ok(f"trace load {BASIC[0] / 'trace.json'}")
-    yield session
-    session.close()
+    return session
 
 
 def test_pt_script_runs_a_subscriber_module_and_prints_what_finish_returns(session):
@@ -358,10 +353,8 @@ def test_pt_script_in_debians_lldb_22():
     binary = shutil.which("lldb-22")
     if binary is None:
         pytest.skip("Debian's lldb-22 is not installed")
-    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
     commands = [
-        f"script import site; site.addsitedir('{site}'); site.addsitedir('{ROOT}')",
-        "command script import lldb_trace",
+        *LOAD_PLUGIN,
         f"trace load {BASIC[0] / 'trace.json'}",
         f"pt script {EXAMPLES / 'call_counts.py'} -- fib square",
     ]

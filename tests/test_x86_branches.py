@@ -1,6 +1,6 @@
 """BranchEvaluator on hand-assembled branches: operands computed from registers and memory.
 
-The real-process check (every jcc against ptrace single steps) is in test_live_software.py;
+The real-process check (every jcc against ptrace single steps) is in test_live_software_paths.py;
 these cover operand forms that compiled test programs rarely produce.
 """
 

@@ -1,6 +1,6 @@
 """Analyses over a stretch of one thread's history: the calls in it as columns, and their times.
 
-``frames.frames_of(process_trace, tid, item_range)`` is the shared input of
+``frame_columns.frames_of(thread, item_range)`` (a TracedThread) is the shared input of
 profiles (lldb_trace.profile), exports (lldb_trace.export) and subscriber
 walks (lldb_trace.subscribe).  No LLDB here: it works from plain Python.
 """

@@ -8,12 +8,19 @@ instruction runs in exactly one innermost frame.  Times are the estimated
 time at a frame's first item and at the item after its last one.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .item_range import parse_range
+from .item_range import ItemRange, parse_range
 from .times import ThreadTimes
+
+if TYPE_CHECKING:
+    from ..decode.call_forest import CallForest
+    from ..traced_thread import TracedThread
 
 
 @dataclass
@@ -24,7 +31,7 @@ class Frames:
     of the caller in these columns (-1 for the outermost frames of the range).
     """
 
-    range: object  # ItemRange
+    range: ItemRange
     row: np.ndarray
     first: np.ndarray  # clipped to the range
     last: np.ndarray
@@ -38,42 +45,42 @@ class Frames:
     times: ThreadTimes
     instruction_count: int
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.row)
 
     @property
-    def timed(self):
+    def timed(self) -> bool:
         return self.times.known
 
-    def start_time(self):
+    def start_time(self) -> np.ndarray:
         return self.times.at(self.first)
 
-    def end_time(self):
+    def end_time(self) -> np.ndarray:
         return self.times.at(self.last + 1)
 
-    def inclusive_time(self):
+    def inclusive_time(self) -> np.ndarray:
         """Time from a frame's first item to the item after its last (int64, the times' unit)."""
         return self.end_time() - self.start_time()
 
-    def exclusive_time(self):
+    def exclusive_time(self) -> np.ndarray:
         """Inclusive time less the callees' inclusive time."""
         inclusive = self.inclusive_time()
         return inclusive - _children_sum(self.parent, inclusive)
 
 
-def frames_of(process_trace, tid, item_range=None):
-    """The Frames of thread ``tid`` over ``item_range`` (an ItemRange, a ``FROM:TO`` text, or None: all)."""
-    decoded = process_trace.decoded(tid)
-    forest = process_trace.call_forest(tid)
+def frames_of(thread: TracedThread, item_range: ItemRange | str | None = None) -> Frames:
+    """The Frames of ``thread`` over ``item_range`` (an ItemRange, a ``FROM:TO`` text, or None: all)."""
+    forest = thread.call_forest()  # raises for a thread without a trace
+    decoded = thread.decoded_or_error()
     if item_range is None or isinstance(item_range, str):
         item_range = parse_range(item_range, decoded.item_count)
-    times = ThreadTimes(decoded, process_trace.bundle.tsc_conversion)
+    times = ThreadTimes.of(thread)
     gaps = np.array(sorted(gap.index for gap in decoded.gaps), dtype=np.int64)
     gaps = gaps[(gaps >= item_range.first) & (gaps <= item_range.last)]
     return build_frames(forest, item_range, times, gaps)
 
 
-def build_frames(forest, item_range, times, gap_items):
+def build_frames(forest: CallForest, item_range: ItemRange, times: ThreadTimes, gap_items: np.ndarray) -> Frames:
     """Frames from a CallForest's columns (see frames_of)."""
     low, high = item_range.first, item_range.last
     candidates = np.arange(int(np.searchsorted(forest.first, high, side="right")))
@@ -105,7 +112,7 @@ def build_frames(forest, item_range, times, gap_items):
     )
 
 
-def _children_sum(parent, values):
+def _children_sum(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per frame, the sum of ``values`` over its direct callees."""
     sums = np.zeros(len(values), dtype=values.dtype)
     has_parent = parent >= 0

@@ -17,14 +17,14 @@ class ItemRange:
     last: int
 
     @property
-    def count(self):
+    def count(self) -> int:
         return self.last - self.first + 1
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.first}:{self.last}"
 
 
-def parse_range(text, item_count):
+def parse_range(text: str | None, item_count: int) -> ItemRange:
     """The ItemRange ``text`` names within ``item_count`` items; None or "" is every item.
 
     Either side may be left out (``:500``, ``1000:``) and negative numbers count

@@ -12,6 +12,7 @@ from ..debugger.histories import history_position
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
 from ..option_table import DUMP_OPTIONS
+from ..traced_thread import TracedThread
 from ..views import INFO, Continuation, dump_options, dump_thread, render, render_info, session_info
 from .base import TidOptionCommand, help_paragraphs
 from .selection import chosen_tids, selected_trace
@@ -100,16 +101,14 @@ class DumpCommand(TidOptionCommand):
             _emit(result, render_info(lldb_session_info(process_trace, target, tids, options.verbose), options), parser)
             return
         symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(debugger))
-        dumps = [self._dump_thread(process_trace, target, tid, options, symbolizer) for tid in tids]
+        dumps = [self._dump_thread(target, TracedThread(process_trace, tid, symbolizer), options) for tid in tids]
         _emit(result, render(dumps, options), parser)
 
-    def _dump_thread(self, process_trace, target, tid, options, symbolizer):
+    def _dump_thread(self, target, thread, options):
         """One thread's dump, continuing the previous one of the same kind with --continue (Enter)."""
-        key = (target.GetProcess().GetUniqueID(), tid, options.mode, options.forwards)
+        key = (target.GetProcess().GetUniqueID(), thread.tid, options.mode, options.forwards)
         continued = options.continuing and key in self.continuations
-        dump = dump_thread(
-            process_trace, tid, options, symbolizer, Continuation(self.continuations[key]) if continued else None
-        )
+        dump = dump_thread(thread, options, Continuation(self.continuations[key]) if continued else None)
         self.continuations[key] = dump.next_start
         return dump
 
@@ -117,12 +116,14 @@ class DumpCommand(TidOptionCommand):
 def lldb_session_info(process_trace, target, tids, verbose):
     """The session info of ``tids``, numbering threads as LLDB does."""
     process = target.GetProcess()
+    symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
+    threads = [TracedThread(process_trace, tid, symbolizer) for tid in tids]
 
     def thread_index(tid):
         thread = process.GetThreadByID(tid)
         return thread.GetIndexID() if thread.IsValid() else None
 
-    return session_info(process_trace, tids, verbose, thread_index, lambda tid: history_position(target, tid))
+    return session_info(process_trace, threads, verbose, thread_index, lambda tid: history_position(target, tid))
 
 
 def _has_short(command, letters):

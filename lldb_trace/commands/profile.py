@@ -66,9 +66,9 @@ class ProfileCommand(TidOptionCommand):
         tid = chosen_tids(process_trace, target, self.tids)[0]
         if not process_trace.has_trace(tid):
             raise LldbTraceError(f"thread {tid} has no trace to profile")
-        symbolizer = histories.history_of(target, tid, process_trace).symbolizer
+        thread = histories.history_of(target, tid, process_trace).thread  # its symbolizer's lines are cached
         by, sort = parser.by, choice(parser.sort, SORTS, "sort")
-        made = profile(process_trace, tid, symbolizer, by, parser.range if parser.was_set("range") else None)
+        made = profile(thread, by, parser.range if parser.was_set("range") else None)
         rows = made.sorted_rows(sort)
         count = int(parser.count)
         shown = rows[:count] if count else rows

@@ -8,18 +8,22 @@ calls are read, into a temporary file renamed onto PATH once complete.
 No LLDB here.
 """
 
+from __future__ import annotations
+
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from .. import __version__
 from ..analysis import ThreadTimes, parse_range
 from ..errors import LldbTraceError
+from ..traced_thread import TracedThread
 from . import chrome, folded, perfetto, speedscope
 from .output import check_path, staged
-from .stacks import Axis, Job, Names, thread_calls
+from .stacks import Axis, Job, Names, ThreadCalls, thread_calls
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,14 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-zµ]*)")
 _NS_PER = {"": 1, "ns": 1, "us": 1000, "µs": 1000, "ms": 10**6, "s": 10**9}
 
 
+@runtime_checkable
+class HasThreads(Protocol):
+    """Several traced threads at once, as an api.Trace holds them."""
+
+    @property
+    def threads(self) -> Sequence[TracedThread]: ...
+
+
 class ExportError(LldbTraceError):
     """An export that cannot be made as asked: format, weight, --min-duration, or threads without items."""
 
@@ -70,14 +82,14 @@ class ExportResult:
     path: Path
     format: str
     axis: Axis
-    threads: list
-    skipped: list  # tids with no items
+    threads: list[tuple[int, int, int]]
+    skipped: list[int]  # tids with no items
 
     @property
-    def calls(self):
+    def calls(self) -> int:
         return sum(written for _tid, written, _dropped in self.threads)
 
-    def summary(self):
+    def summary(self) -> str:
         """One line for the command's output."""
         what = f"thread{'s' if len(self.threads) > 1 else ''} {_listed(tid for tid, _w, _d in self.threads)}"
         dropped = sum(d for _tid, _written, d in self.threads)
@@ -89,8 +101,16 @@ class ExportResult:
         return f"Wrote {self.calls} calls of {what} to {self.path} ({'; '.join(notes)}): {FORMATS[self.format].viewer}"
 
 
-def export(threads, format, path, item_range=None, min_duration=None, weight=None, force=False):
-    """Write the calls of ``threads`` (api.ThreadTrace objects, one, or an api.Trace for all) to ``path``.
+def export(
+    threads: TracedThread | Iterable[TracedThread] | HasThreads,
+    format: str,
+    path: str | Path,
+    item_range: str | None = None,
+    min_duration: str | int | None = None,
+    weight: str | None = None,
+    force: bool = False,
+) -> ExportResult:
+    """Write the calls of ``threads`` (TracedThreads such as api.ThreadTrace, one, or an api.Trace for all) to ``path``.
 
     ``format``: chrome, perfetto, folded or speedscope.  ``item_range``: FROM:TO
     (item indices, as ``parse_range`` reads them) applied to each thread.
@@ -105,12 +125,10 @@ def export(threads, format, path, item_range=None, min_duration=None, weight=Non
         raise ExportError(f"unknown format '{format}': choose {', '.join(FORMATS)}")
     if weight is not None and weight not in WEIGHTS:
         raise ExportError(f"unknown weight '{weight}': choose {' or '.join(WEIGHTS)}")
-    if hasattr(threads, "threads"):  # an api.Trace
-        threads = threads.threads
-    threads = _unique([threads] if hasattr(threads, "tid") else threads)
+    threads = _unique(_listed_threads(threads))
     if not threads:
         raise ExportError("no threads to export")
-    path = check_path(path, force)
+    target = check_path(path, force)
     with_items = [thread for thread in threads if thread.item_count > 0]
     if not with_items:
         raise ExportError(f"thread {threads[0].tid} has no traced items to export")
@@ -127,19 +145,25 @@ def export(threads, format, path, item_range=None, min_duration=None, weight=Non
     job = Job(Names(), axis, _title(with_items[0]), description, len(with_items) > 1)
     written = []
 
-    def prepared():
+    def prepared() -> Iterator[ThreadCalls]:
         for thread in with_items:
             calls = thread_calls(thread, item_range, axis, minimum, job.names)
             written.append((thread.tid, len(calls), calls.dropped))
             yield calls
 
-    with staged(path, binary=format == "perfetto") as out:
+    with staged(target, binary=format == "perfetto") as out:
         FORMATS[format].write(out, prepared(), job)
     skipped = [thread.tid for thread in threads if thread.item_count == 0]
-    return ExportResult(path, format, axis, written, skipped)
+    return ExportResult(target, format, axis, written, skipped)
 
 
-def parse_duration(value, axis):
+def _listed_threads(threads: TracedThread | Iterable[TracedThread] | HasThreads) -> list[TracedThread]:
+    if isinstance(threads, HasThreads):  # an api.Trace
+        return list(threads.threads)
+    return [threads] if isinstance(threads, TracedThread) else list(threads)
+
+
+def parse_duration(value: str | int | None, axis: Axis) -> int:
     """``--min-duration`` on ``axis``: a whole count of instructions (or ticks), or a time like 10us, 2ms, 500."""
     if value is None or value == "":
         return 0
@@ -158,9 +182,9 @@ def parse_duration(value, axis):
     return int(number)
 
 
-def _axis(threads, format, weight):
+def _axis(threads: list[TracedThread], format: str, weight: str | None) -> Axis:
     """The export's Axis: time when asked (or by default for timelines when every thread is timed)."""
-    times = [ThreadTimes(thread.decoded, thread.process_trace.bundle.tsc_conversion) for thread in threads]
+    times = [ThreadTimes.of(thread) for thread in threads]
     if weight is None:
         weight = "time" if format != "folded" and all(t.known for t in times) else "instructions"
     if weight == "instructions":
@@ -173,21 +197,21 @@ def _axis(threads, format, weight):
     return Axis("time", times[0].unit, min(t.origin() for t in times))
 
 
-def _unique(threads):
+def _unique(threads: Iterable[TracedThread]) -> list[TracedThread]:
     """The threads in order, each once."""
     seen, kept = set(), []
     for thread in threads:
-        key = (thread.process_trace.pid, thread.tid)
+        key = (thread.pid, thread.tid)
         if key not in seen:
             seen.add(key)
             kept.append(thread)
     return kept
 
 
-def _listed(tids):
+def _listed(tids: Iterable[int]) -> str:
     return ", ".join(map(str, tids))
 
 
-def _title(thread):
-    bundle_path = getattr(thread.process_trace.bundle, "path", None)
-    return f"{bundle_path}" if bundle_path else f"process {thread.process_trace.pid}"
+def _title(thread: TracedThread) -> str:
+    bundle_path = getattr(thread.bundle, "path", None)
+    return f"{bundle_path}" if bundle_path else f"process {thread.pid}"

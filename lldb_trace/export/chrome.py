@@ -9,13 +9,20 @@ Events are written one at a time as the calls are read: the file never
 exists as one object in memory.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TextIO
 
 from .. import progress
 from .stacks import CHUNK
 
+if TYPE_CHECKING:
+    from .stacks import Job, Names, ThreadCalls
 
-def write(out, threads, job):
+
+def write(out: TextIO, threads: Iterable[ThreadCalls], job: Job) -> None:
     """Write ``threads`` (ThreadCalls, one after the other) to the text file ``out``."""
     out.write('{"traceEvents":[\n')
     separator = ""
@@ -33,7 +40,7 @@ def write(out, threads, job):
     out.write(f'\n],\n"displayTimeUnit":"ns",\n"otherData":{json.dumps(other)}}}\n')
 
 
-def _thread_events(calls, names, stamp):
+def _thread_events(calls: ThreadCalls, names: Names, stamp: Callable[[int], str]) -> Iterator[str]:
     """A thread's metadata, calls and gaps as JSON texts; ``stamp`` writes an axis value as microseconds."""
     ids = f'"pid":{calls.pid},"tid":{calls.tid}'
     process = json.dumps(f"{calls.process_name} (pid {calls.pid})")
@@ -58,7 +65,7 @@ def _thread_events(calls, names, stamp):
         )
 
 
-def micros(ns):
+def micros(ns: int) -> str:
     """``ns`` nanoseconds as exact microseconds text: 12345 -> ``12.345``."""
     sign, ns = ("-", -ns) if ns < 0 else ("", ns)
     return f"{sign}{ns // 1000}.{ns % 1000:03d}"

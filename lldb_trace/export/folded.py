@@ -7,15 +7,23 @@ work grows with the number of distinct stacks, not of calls; each line is
 written as the stack tree is walked, holding one path at a time.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .stacks import Job, ThreadCalls
 
 ROOT = -1  # the stack id above the outermost calls
 
 
-def write(out, threads, job):
+def write(out: TextIO, threads: Iterable[ThreadCalls], job: Job) -> None:
     """Write ``threads`` (ThreadCalls) to ``out``; when there are several, each stack starts with its thread."""
     names = job.names
-    table = {}  # (parent stack id, name id) -> stack id
+    table: dict[tuple[int, int], int] = {}  # (parent stack id, name id) -> stack id
     total = np.zeros(0, dtype=np.int64)  # weight per stack id
     for calls in threads:
         top = ROOT
@@ -28,7 +36,7 @@ def write(out, threads, job):
     _write_tree(out, table, total, names.labels)
 
 
-def _stack_ids(calls, table, top, name_count):
+def _stack_ids(calls: ThreadCalls, table: dict[tuple[int, int], int], top: int, name_count: int) -> np.ndarray:
     """The stack id of each call: callers are numbered before callees, one depth at a time.
 
     A (caller's stack, name) pair is one int64 key, ``(stack + 1) * name_count + name``, so that
@@ -47,13 +55,13 @@ def _stack_ids(calls, table, top, name_count):
     return stacks
 
 
-def _write_tree(out, table, total, labels):
+def _write_tree(out: TextIO, table: dict[tuple[int, int], int], total: np.ndarray, labels: list[str]) -> None:
     """One line per stack with a weight, depth first, holding only the current path."""
-    children = {}
+    children: dict[int, list[tuple[int, int]]] = {}
     for (above, name), stack in table.items():
         children.setdefault(above, []).append((stack, name))
     safe = [label.replace(";", ":").replace("\n", " ") for label in labels]
-    path = []
+    path: list[str] = []
     pending = [(stack, name, 0) for stack, name in reversed(children.get(ROOT, []))]
     while pending:
         stack, name, level = pending.pop()

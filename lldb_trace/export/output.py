@@ -8,7 +8,9 @@ replaced only when asked.
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from ..errors import LldbTraceError
 
@@ -17,7 +19,7 @@ class ExportPathError(LldbTraceError):
     """PATH cannot be written: its folder is missing or unwritable, or a file is there already."""
 
 
-def check_path(path, force):
+def check_path(path: str | Path, force: bool) -> Path:
     """``path`` as a Path, or a one-line error saying why an export cannot go there."""
     path = Path(path).expanduser()
     if path.is_dir():
@@ -32,7 +34,7 @@ def check_path(path, force):
 
 
 @contextlib.contextmanager
-def staged(path, binary=False):
+def staged(path: Path, binary: bool = False) -> Iterator[IO[Any]]:
     """A file object to write the export to; on success it becomes ``path``, on any error it is removed."""
     partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
     try:  # created as open() creates files (0666 less the umask), but never over an existing one
@@ -40,8 +42,8 @@ def staged(path, binary=False):
     except OSError as error:
         raise ExportPathError(f"cannot write {path}: {error.strerror}") from None
     try:
-        mode = "wb" if binary else "w"
-        with open(descriptor, mode, buffering=1 << 20, **({} if binary else {"encoding": "utf-8"})) as out:
+        encoding = None if binary else "utf-8"
+        with open(descriptor, "wb" if binary else "w", buffering=1 << 20, encoding=encoding) as out:
             yield out
         os.replace(partial, path)
     except BaseException as error:

@@ -8,7 +8,15 @@ incrementally.  Function names are interned: a name's text goes once, in
 the first packet that uses it, with the packet sequence's incremental state.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO
+
 from ..errors import LldbTraceError
+
+if TYPE_CHECKING:
+    from .stacks import Job, ThreadCalls
 
 SEQUENCE = 1  # every packet is written by one "producer" sequence
 THREAD_UUID_BASE = 1 << 32  # thread tracks' uuids; a process track's uuid is its pid
@@ -19,7 +27,7 @@ class PerfettoUnavailableError(LldbTraceError):
     """The ``perfetto`` or ``protobuf`` package is missing or too old for Perfetto's generated protos."""
 
 
-def protos():
+def protos() -> Any:
     """The perfetto_trace_pb2 module, or a one-line error saying what to install."""
     try:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2
@@ -30,7 +38,7 @@ def protos():
     return perfetto_trace_pb2
 
 
-def write(out, threads, job):
+def write(out: BinaryIO, threads: Iterable[ThreadCalls], job: Job) -> None:
     """Write ``threads`` (ThreadCalls, one after the other) to the binary file ``out``."""
     writer = _Writer(out, protos(), job)
     for calls in threads:

@@ -7,21 +7,28 @@ which speedscope needs whole, has one entry per function, so it is written
 last (JSON does not care about key order).
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
 
 from .. import __version__
+
+if TYPE_CHECKING:
+    from .stacks import Job, ThreadCalls
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def write(out, threads, job):
+def write(out: TextIO, threads: Iterable[ThreadCalls], job: Job) -> None:
     """Write ``threads`` (ThreadCalls, one after the other) to the text file ``out``."""
     unit = "nanoseconds" if job.axis.unit == "ns" else "none"
     out.write(f'{{"$schema":"{SCHEMA}",\n"profiles":[\n')
     for number, calls in enumerate(threads):
-        name = json.dumps(f"{calls.thread_name} of {calls.process_name} (pid {calls.pid}), items {calls.item_range}")
+        title = json.dumps(f"{calls.thread_name} of {calls.process_name} (pid {calls.pid}), items {calls.item_range}")
         out.write(
-            f'{"," if number else ""}{{"type":"evented","name":{name},"unit":"{unit}",'
+            f'{"," if number else ""}{{"type":"evented","name":{title},"unit":"{unit}",'
             f'"startValue":{calls.range_start},"endValue":{calls.range_end},"events":[\n'
         )
         separator = ""
@@ -36,9 +43,9 @@ def write(out, threads, job):
     out.write(f'"exporter":{exporter}}}\n')
 
 
-def _frame(label, place):
+def _frame(label: str, place: tuple[str | None, int | None]) -> str:
     file, line = place
-    frame = {"name": label}
+    frame: dict[str, str | int] = {"name": label}
     if file:
         frame["file"] = file
         if line:

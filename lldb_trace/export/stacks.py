@@ -8,13 +8,22 @@ into open/close events in order without a Python object per call, so a
 thread of millions of calls is written with memory bounded by its depth.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import progress
-from ..analysis import frames_of, parse_range
+from ..analysis import Frames, ItemRange, frames_of, parse_range
+
+if TYPE_CHECKING:
+    from ..bundle.model import Process
+    from ..symbolize import Symbolizer
+    from ..traced_thread import TracedThread
 
 CHUNK = 8192  # rows converted to Python values at a time (a few hundred KB of ints)
 UNKNOWN = "(unknown function)"
@@ -34,10 +43,10 @@ class Axis:
     origin: int = 0
 
     @property
-    def timed(self):
+    def timed(self) -> bool:
         return self.weight == "time"
 
-    def describe(self, format):
+    def describe(self, format: str) -> str:
         """The axis in words, for the metadata of a file in ``format``, which decides how a value is shown:
         speedscope has a unit "none" for plain numbers; Chrome JSON and Perfetto only have time."""
         plain = format == "speedscope"
@@ -49,7 +58,7 @@ class Axis:
         shown = "shown as plain numbers, 1 per item" if plain else "shown as 1 µs per item"
         return f"time axis: item indices (no timestamps used), {shown}"
 
-    def describe_weights(self):
+    def describe_weights(self) -> str:
         """What folded stacks' weights are."""
         if self.timed:
             return f"weights: {'nanoseconds' if self.unit == 'ns' else 'TSC ticks'} spent in the leaf function itself"
@@ -59,18 +68,18 @@ class Axis:
 class Names:
     """Function labels (``module`function``) numbered in the order first met, shared by every thread."""
 
-    def __init__(self):
-        self.labels = []  # id -> label
-        self.places = []  # id -> (file, line) of the function's entry, or (None, None)
-        self._ids = {}
+    def __init__(self) -> None:
+        self.labels: list[str] = []  # id -> label
+        self.places: list[tuple[str | None, int | None]] = []  # id -> (file, line) of the function's entry
+        self._ids: dict[str, int] = {}
 
-    def ids(self, symbolizer, entries):
+    def ids(self, symbolizer: Symbolizer, entries: np.ndarray) -> np.ndarray:
         """The name id of each entry address (an array), each distinct address located once."""
         unique, inverse = np.unique(entries, return_inverse=True)
         ids = np.array([self._id_of(symbolizer, int(address)) for address in unique.tolist()], dtype=np.int64)
         return ids[inverse.reshape(-1)]
 
-    def add(self, label, place=(None, None)):
+    def add(self, label: str, place: tuple[str | None, int | None] = (None, None)) -> int:
         """The id of ``label``; ``place`` is kept from its first use."""
         if label not in self._ids:
             self._ids[label] = len(self.labels)
@@ -78,7 +87,7 @@ class Names:
             self.places.append(place)
         return self._ids[label]
 
-    def _id_of(self, symbolizer, address):
+    def _id_of(self, symbolizer: Symbolizer, address: int) -> int:
         location = symbolizer.locate(address) if address else None
         if location is None or not location.function:
             return self.add(UNKNOWN)
@@ -103,7 +112,7 @@ class ThreadCalls:
     pid: int
     tid: int
     process_name: str
-    item_range: object  # analysis.ItemRange
+    item_range: ItemRange
     axis: Axis
     first: np.ndarray  # item indices
     start: np.ndarray  # axis values
@@ -112,23 +121,23 @@ class ThreadCalls:
     depth: np.ndarray
     name: np.ndarray  # Names id
     instructions: np.ndarray  # inclusive instruction counts
-    gaps: list  # (item index, axis value, text)
+    gaps: list[tuple[int, int, str]]  # (item index, axis value, text)
     range_start: int  # the axis values of the range's first item and of the item after its last
     range_end: int
     dropped: int  # calls left out by --min-duration
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.first)
 
     @property
-    def thread_name(self):
+    def thread_name(self) -> str:
         return f"thread {self.tid}"
 
-    def inclusive(self):
+    def inclusive(self) -> np.ndarray:
         """Each kept call's weight on the axis: its duration, or its instructions."""
         return self.end - self.start if self.axis.timed else self.instructions
 
-    def exclusive(self):
+    def exclusive(self) -> np.ndarray:
         """Inclusive weight less the kept callees' (so a dropped call counts in its caller)."""
         inclusive = self.inclusive()
         sums = np.zeros(len(inclusive), dtype=inclusive.dtype)
@@ -136,13 +145,13 @@ class ThreadCalls:
         np.add.at(sums, self.parent[has_parent], inclusive[has_parent])
         return inclusive - sums
 
-    def walk(self, title):
+    def walk(self, title: str) -> Iterator[tuple[str, int, int, int]]:
         """``("O", call, name, at)``, ``("C", call, name, at)`` and ``("G", gap, -1, at)`` in execution order.
 
         Times never go backwards (a call opens no earlier than what came before),
         which speedscope requires and nested slices need.
         """
-        stack = []  # (call, end, name) of the open calls
+        stack: list[tuple[int, int, int]] = []  # (call, end, name) of the open calls
         gaps = iter(enumerate(self.gaps))
         gap = next(gaps, None)
         at = self.range_start
@@ -172,20 +181,31 @@ class ThreadCalls:
             gap = next(gaps, None)
 
 
-def thread_calls(thread, range_text, axis, min_duration, names):
-    """The ThreadCalls of ``thread`` (an api.ThreadTrace) over ``range_text`` (FROM:TO or None)."""
-    process_trace = thread.process_trace
-    frames = frames_of(process_trace, thread.tid, parse_range(range_text, thread.item_count))
-    gap_texts = {gap.index: gap.text for gap in thread.decoded.gaps}
+def thread_calls(
+    thread: TracedThread, range_text: str | None, axis: Axis, min_duration: int, names: Names
+) -> ThreadCalls:
+    """The ThreadCalls of ``thread`` over ``range_text`` (FROM:TO or None)."""
+    frames = frames_of(thread, parse_range(range_text, thread.item_count))
+    gap_texts = {gap.index: gap.text for gap in thread.decoded_or_error().gaps}
     return from_frames(
-        frames, process_trace.pid, thread.tid, process_name(process_trace), axis, min_duration,
+        frames, thread.pid, thread.tid, process_name(thread.process_trace.process), axis, min_duration,
         names.ids(thread.symbolizer, frames.entry), gap_texts,
     )  # fmt: skip
 
 
-def from_frames(frames, pid, tid, name, axis, min_duration, name_ids, gap_texts):
+def from_frames(
+    frames: Frames,
+    pid: int,
+    tid: int,
+    name: str,
+    axis: Axis,
+    min_duration: int,
+    name_ids: np.ndarray,
+    gap_texts: dict[int, str],
+) -> ThreadCalls:
     """ThreadCalls from an analysis.Frames: values put on ``axis``, calls shorter than ``min_duration`` dropped."""
     item_range = frames.range
+    edges: np.ndarray | tuple[int, int]
     if axis.timed:
         start, end = frames.start_time() - axis.origin, frames.end_time() - axis.origin
         edges = frames.times.at(np.array([item_range.first, item_range.last + 1])) - axis.origin
@@ -211,7 +231,7 @@ def from_frames(frames, pid, tid, name, axis, min_duration, name_ids, gap_texts)
     )  # fmt: skip
 
 
-def _kept(durations, parent, min_duration):
+def _kept(durations: np.ndarray, parent: np.ndarray, min_duration: int) -> np.ndarray:
     """Calls at least ``min_duration`` long, and only those whose callers are kept too (so callers stay open)."""
     kept = durations >= (min_duration or 0)
     has_parent = parent >= 0
@@ -222,9 +242,8 @@ def _kept(durations, parent, min_duration):
         kept &= ~orphaned
 
 
-def process_name(process_trace):
+def process_name(process: Process) -> str:
     """What a process is called: the command perf recorded, else its first module's file name."""
-    process = process_trace.process
     if process.name:
         return process.name
     return Path(process.modules[0].system_path).name if process.modules else f"process {process.pid}"

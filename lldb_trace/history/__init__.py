@@ -1,6 +1,6 @@
 """Time travel over a trace, without LLDB: positions, the frames at any point, stepping both ways, search.
 
-``ThreadHistory(process_trace, tid, symbolizer)`` holds a thread's position
+``ThreadHistory(thread)`` (a TracedThread) holds a thread's position
 (an item index; ``end`` is where the thread stopped) and moves it with GDB's
 semantics: ``stepi``/``nexti``/``step``/``next``/``finish`` forwards or in
 reverse, ``continue_`` to breakpoints either way, ``goto``; ``frames()`` are

@@ -11,12 +11,20 @@ those of the calls it made: the stepping commands walk them, entering or
 skipping the calls between.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..decode.cursor import walk
 from ..decode.decoded_thread import Gap
 from ..decode.forest_builder import SWITCHED
 from ..x86.instructions import Transfer
+
+if TYPE_CHECKING:
+    from ..decode.call_forest import CallForest
+    from ..decode.decoded_thread import DecodedThread
+    from ..decode.expand import BlockExpander
 
 # Sizes of the calls a return address may follow, likeliest first: call rel32, call *%reg, call *disp(%rip)...
 _CALL_SIZES = (5, 2, 6, 3, 7, 4)
@@ -38,7 +46,7 @@ class Frame:
     asynchronous: bool = False  # a signal handler: the next frame stands where the interrupted code resumes
     resumes_at: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.resumes_at is None:
             object.__setattr__(self, "resumes_at", self.pc)
 
@@ -46,29 +54,29 @@ class Frame:
 class FrameMap:
     """Items, addresses and frames of one decoded thread (its storage and call forest)."""
 
-    def __init__(self, decoded, expander, forest):
+    def __init__(self, decoded: DecodedThread, expander: BlockExpander, forest: CallForest) -> None:
         self.decoded, self.expander, self.forest = decoded, expander, forest
-        self._children = {}
+        self._children: dict[int, tuple[list[int], list[int], list[int]]] = {}
 
     # -- items -------------------------------------------------------------------------------------
 
-    def item(self, index):
+    def item(self, index: int) -> int | Gap:
         """The address at item ``index``, or the Gap there."""
         for _, value in walk(self.decoded, index, True, self.expander):
             return value
         raise IndexError(index)
 
-    def address(self, index):
+    def address(self, index: int) -> int | None:
         value = self.item(index)
         return None if isinstance(value, Gap) else value
 
-    def is_gap(self, index):
+    def is_gap(self, index: int) -> bool:
         return isinstance(self.item(index), Gap)
 
-    def instruction_size(self, address):
+    def instruction_size(self, address: int) -> int:
         return self.expander.classifier[address].size
 
-    def branch_at(self, index):
+    def branch_at(self, index: int) -> int:
         """The InsnClass of item ``index`` when it is the call, return or jump that ends its block, else 0."""
         decoded = self.decoded
         k, start = decoded.part_of(index)
@@ -80,15 +88,15 @@ class FrameMap:
 
     # -- frames ------------------------------------------------------------------------------------
 
-    def frame_row(self, index):
+    def frame_row(self, index: int) -> int:
         """The forest row of the innermost frame at item ``index`` (-1 in a gap)."""
         return self.forest.innermost(index)
 
-    def frames(self, index, pc):
+    def frames(self, index: int, pc: int | None) -> list[Frame]:
         """The frames at item ``index`` whose frame 0 stands at ``pc``, innermost first."""
         return self.frames_from(self.frame_row(index), pc)
 
-    def frames_from(self, row, pc, resumes_at=None):
+    def frames_from(self, row: int, pc: int | None, resumes_at: int | None = None) -> list[Frame]:
         """The frames from forest row ``row`` outwards, frame 0 standing at ``pc`` and going on at ``resumes_at``
         (default ``pc``; a caller whose callee is about to start stands at the call and resumes after it)."""
         frames = []
@@ -104,7 +112,7 @@ class FrameMap:
             row = parent
         return frames
 
-    def call_site(self, row):
+    def call_site(self, row: int) -> tuple[int | None, int | None]:
         """``(pc, resumes_at)`` of the frame below ``row`` while ``row`` runs: its call instruction and the return
         address; for a signal handler, where the interrupted code resumes (twice); ``(None, None)`` when a gap
         lost the call."""
@@ -121,7 +129,7 @@ class FrameMap:
             return None, None
         return call, call + self.instruction_size(call)
 
-    def call_before(self, return_address):
+    def call_before(self, return_address: int) -> int:
         """The call that ``return_address`` follows, decoded backwards (the trace does not hold it): the
         instruction ending there that transfers control (a jump never leaves a return address after it);
         ``return_address`` itself if none does."""
@@ -132,7 +140,7 @@ class FrameMap:
                 return insn.address
         return return_address
 
-    def children(self, row):
+    def children(self, row: int) -> tuple[list[int], list[int], list[int]]:
         """``(firsts, lasts)`` of the calls ``row`` made, as sorted lists."""
         found = self._children.get(row)
         if found is None:
@@ -145,7 +153,7 @@ class FrameMap:
             )
         return found
 
-    def child_at(self, row, index):
+    def child_at(self, row: int, index: int) -> int | None:
         """The call ``row`` made that holds item ``index`` (its row), or None if ``index`` is ``row``'s own.
 
         Found from the innermost call at ``index`` outwards: listing ``row``'s calls would cost as much as
@@ -156,8 +164,8 @@ class FrameMap:
             inner = int(parent[inner])
         return inner if inner >= 0 else None
 
-    def depth(self, row):
+    def depth(self, row: int) -> int:
         return int(self.forest.depth[row]) if row >= 0 else -1
 
-    def is_root(self, row):
+    def is_root(self, row: int) -> bool:
         return row < 0 or int(self.forest.parent[row]) < 0

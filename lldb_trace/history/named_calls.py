@@ -15,21 +15,29 @@ implementation the resolver returns), so ``pt find``, the API's ``find``,
 call by the item of its function's first instruction (CallForest.entered).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..decode.forest_builder import ASYNCHRONOUS
 
+if TYPE_CHECKING:
+    from ..decode.call_forest import CallForest
+    from ..symbolize import Location, Symbolizer
+
 _GLOB_CHARACTERS = frozenset("*?[")
 _ADDRESSES = range(1, 2**64)  # what a function entry can be (a garbled trace's symbols may say otherwise)
 
 
-def is_glob(pattern):
+def is_glob(pattern: str) -> bool:
     return bool(_GLOB_CHARACTERS.intersection(pattern))
 
 
-def targets(forest, symbolizer, pattern):
+def targets(forest: CallForest, symbolizer: Symbolizer, pattern: str) -> set[int]:
     """Entry addresses of the functions that calls of ``pattern`` (a name, or a shell glob) run.
 
     A plain name means what LLDB means by it (aliases and debug-info names too); a glob is matched
@@ -42,7 +50,7 @@ def targets(forest, symbolizer, pattern):
     return {entry for entry in named if entry in _ADDRESSES} | reached_through_stubs(forest, symbolizer, pattern)
 
 
-def reached_through_stubs(forest, symbolizer, pattern):
+def reached_through_stubs(forest: CallForest, symbolizer: Symbolizer, pattern: str) -> set[int]:
     """Entry addresses of the functions that calls through a PLT stub named like ``pattern`` reached."""
     rows, stubs = forest.extra_rows, forest.extra_values  # a signal handler's extra is no stub
     through = (forest.flags[rows] & ASYNCHRONOUS) == 0
@@ -51,11 +59,11 @@ def reached_through_stubs(forest, symbolizer, pattern):
     return set(forest.entry[rows[np.isin(stubs, np.array(named, dtype=np.uint64))]].tolist())
 
 
-def resolve_breakpoints(forest, symbolizer, locations):
+def resolve_breakpoints(forest: CallForest, symbolizer: Symbolizer, locations: Mapping[int, str]) -> dict[int, str]:
     """``locations`` (address -> breakpoint location name) with an IFUNC resolver's address replaced by the
     functions its name leads to.  Without a process to run the resolver in, LLDB leaves ``b strcpy`` on the
     resolver ("failed to resolve indirect function"): a history breakpoint stops where strcpy was called."""
-    resolved = {}
+    resolved: dict[int, str] = {}
     for address, name in locations.items():
         location = symbolizer.locate(address)
         if location.resolver and location.function:
@@ -66,7 +74,7 @@ def resolve_breakpoints(forest, symbolizer, locations):
     return resolved
 
 
-def _matches(name, pattern):
+def _matches(name: str | None, pattern: str) -> bool:
     """Does a symbol ``name`` match ``pattern``, with or without its version (``memcpy@@GLIBC_2.14``)?"""
     if name is None:
         return False
@@ -74,10 +82,10 @@ def _matches(name, pattern):
     return any(fnmatchcase(n, pattern) for n in names) if is_glob(pattern) else pattern in names
 
 
-def _runs_as(location, pattern):
+def _runs_as(location: Location, pattern: str) -> bool:
     """Is a call of the function at ``location`` a call of ``pattern`` by that function's own name?"""
     return not location.stub and not location.resolver and _matches(location.function, pattern)
 
 
-def _stub_named(location, pattern):
+def _stub_named(location: Location, pattern: str) -> bool:
     return location.stub and _matches(location.function, pattern)

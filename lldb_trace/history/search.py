@@ -9,11 +9,20 @@ rows among millions and turns them into item indices.  This is how
 call forest's entry column instead (named_calls.py says which entries).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .movement import NO_MORE_HISTORY, Movement
+
+if TYPE_CHECKING:
+    from ..decode.decoded_thread import DecodedThread
+    from ..decode.expand import BlockExpander
+    from .thread_history import ThreadHistory
 
 _ADDRESSES = range(2**64)  # what the forest's uint64 entry column can hold
 
@@ -30,7 +39,7 @@ class Match:
     stub: int | None = None
 
 
-def hits(decoded, expander, addresses):
+def hits(decoded: DecodedThread, expander: BlockExpander, addresses: Iterable[int]) -> np.ndarray:
     """Sorted item indices (a numpy array) of every execution of any of ``addresses``."""
     wanted = set(addresses)
     found = []
@@ -55,7 +64,7 @@ def hits(decoded, expander, addresses):
     return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
-def first_hit(found, start, target):
+def first_hit(found: np.ndarray, start: int, target: int) -> int | None:
     """The first of ``found`` (sorted executions) a movement from ``start`` to ``target`` reaches, or None.
 
     Going forwards a breakpoint is reached at ``target`` too; going backwards, at ``target`` and
@@ -67,7 +76,7 @@ def first_hit(found, start, target):
     return int(found[k]) if k >= 0 and found[k] >= target else None
 
 
-def continue_to(history, found, reverse=False):
+def continue_to(history: ThreadHistory, found: np.ndarray, reverse: bool = False) -> Movement:
     """The Movement to the nearest of ``found`` (executions of breakpoints) after (before) the position, or to the
     end (the beginning)."""
     position = history.position
@@ -84,13 +93,13 @@ def continue_to(history, found, reverse=False):
     return Movement(history.end, NO_MORE_HISTORY)
 
 
-def find_addresses(history, addresses, limit=None):
+def find_addresses(history: ThreadHistory, addresses: Iterable[int], limit: int | None = None) -> list[Match]:
     """Every execution of ``addresses`` (instructions, or the first instructions of a line), newest first."""
-    found = hits(history.decoded, history.process_trace.expander, addresses)[::-1]
+    found = hits(history.decoded, history.thread.expander, addresses)[::-1]
     return [_match(history, int(index)) for index in found[:limit]]
 
 
-def find_calls(history, entries, limit=None):
+def find_calls(history: ThreadHistory, entries: Iterable[int], limit: int | None = None) -> list[Match]:
     """Every call of a function entered at one of ``entries``, newest first, each at the item of the function's
     first instruction (after the PLT stub it was called through: where a breakpoint on the function stops)."""
     forest = history.map.forest
@@ -108,7 +117,7 @@ def find_calls(history, entries, limit=None):
     ]
 
 
-def _match(history, index):
+def _match(history: ThreadHistory, index: int) -> Match:
     row = history.map.frame_row(index)
     forest = history.map.forest
     decoded = history.decoded

@@ -9,16 +9,23 @@ the faulting instruction).  These are GDB's ``record goto`` numbers.  A gap
 (a decode error) is no place to stand.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 from functools import cached_property
+
+import numpy as np
 
 from ..libipt import InsnClass
 from ..symbolize import ElfSymbolizer
+from ..traced_thread import TracedThread
 from . import gaps, search, stepping
 from .frames import Frame, FrameMap
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
+from .search import Match
 
 
-def describe_position(position, end):
+def describe_position(position: int, end: int) -> str:
     """How a position reads: "instruction 1234 of 18858", or the end of history."""
     if position == end:
         return f"end of history (where the thread stopped, after instruction {end - 1})"
@@ -28,43 +35,44 @@ def describe_position(position, end):
 class ThreadHistory:
     """One traced thread's history and its current position (the end, at first).
 
-    ``symbolizer`` answers lines (``locate``) and prologue ends; ``stop_pc`` is where
+    The thread's symbolizer answers lines (``locate``) and prologue ends; ``stop_pc`` is where
     the thread stands at the end (default: where its trace ends).
     """
 
-    def __init__(self, process_trace, tid, symbolizer, stop_pc=None):
-        self.process_trace, self.tid, self.symbolizer = process_trace, tid, symbolizer
-        self.decoded = process_trace.decoded(tid)
-        if self.decoded is None:
-            raise HistoryError(f"thread {tid} has no trace of its own: it has no history to move in")
-        stop = process_trace.thread_stop(tid)
-        self.stop_pc = stop_pc or (stop.pc if stop is not None and stop.pc is not None else self.decoded.end_ip)
-        self.map = FrameMap(self.decoded, process_trace.expander, process_trace.call_forest(tid))
+    def __init__(self, thread: TracedThread, stop_pc: int | None = None) -> None:
+        self.thread, self.tid, self.symbolizer = thread, thread.tid, thread.symbolizer
+        decoded = thread.decoded
+        if decoded is None:
+            raise HistoryError(f"thread {self.tid} has no trace of its own: it has no history to move in")
+        self.decoded = decoded
+        stop = thread.stop
+        self.stop_pc = stop_pc or (stop.pc if stop is not None and stop.pc is not None else decoded.end_ip)
+        self.map = FrameMap(decoded, thread.expander, thread.call_forest())
         self.end = self.decoded.item_count
         self.position = self.end
-        self._row_starts = {}
-        self._hits = (None, None)  # the breakpoint addresses last searched for, and their executions
+        self._row_starts: dict[int, int | None] = {}
+        self._hits: tuple[frozenset[int] | None, np.ndarray] = (None, np.zeros(0, np.int64))  # addresses, executions
         self.reverse_finished = False  # the last movement was a reverse-finish to a call (stepping.py)
 
     @property
-    def item_count(self):
+    def item_count(self) -> int:
         return self.end
 
     @property
-    def at_end(self):
+    def at_end(self) -> bool:
         return self.position == self.end
 
     @property
-    def pc(self):
+    def pc(self) -> int | None:
         return self.pc_at(self.position)
 
-    def pc_at(self, position):
+    def pc_at(self, position: int) -> int | None:
         return self.stop_pc if position == self.end else self.map.address(position)
 
-    def describe(self, position=None):
+    def describe(self, position: int | None = None) -> str:
         return describe_position(self.position if position is None else position, self.end)
 
-    def check(self, position):
+    def check(self, position: int) -> int:
         """``position`` if the thread can stand there; else a HistoryError saying why."""
         if not isinstance(position, int) or not 0 <= position <= self.end:
             raise HistoryError(f"position {position} is out of range: thread {self.tid} has positions 0 to {self.end}")
@@ -77,12 +85,12 @@ class ThreadHistory:
                 )
         return position
 
-    def goto(self, position):
+    def goto(self, position: int) -> Movement:
         self.position = self.check(position)
         self.reverse_finished = False
         return Movement(self.position)
 
-    def move(self, movement):
+    def move(self, movement: Movement) -> Movement:
         """Take a Movement's position (the stepping functions compute it) and return it."""
         self.position = movement.position
         self.reverse_finished = False
@@ -90,16 +98,16 @@ class ThreadHistory:
 
     # -- frames --------------------------------------------------------------------------------------
 
-    def frames(self):
+    def frames(self) -> list[Frame]:
         return self.frames_at(self.position)
 
-    def frames_at(self, position):
+    def frames_at(self, position: int) -> list[Frame]:
         """The frames at ``position``, innermost first (see frames.Frame)."""
         if position < self.end:
             return self.map.frames(position, self.map.address(position))
         return self.end_frames()
 
-    def end_frames(self):
+    def end_frames(self) -> list[Frame]:
         """The frames where the thread stopped: those of the last item, unless it was a call or a return
         (after a gap: frame 0 alone, at the stop pc)."""
         if not self.end or gaps.ends_in_gap(self):
@@ -109,33 +117,34 @@ class ThreadHistory:
         branch = self.last_branch()
         if branch == InsnClass.CALL:  # the thread stopped at the callee's first instruction, before it ran
             address = self.map.address(last)
+            assert address is not None  # (a trace ending in a gap has frame 0 alone)
             outer = self.map.frames_from(row, address, address + self.map.instruction_size(address))
             return [Frame(self.stop_pc, None), *outer]
         if branch == InsnClass.RETURN and row >= 0 and not self.map.is_root(row):
             return self.map.frames_from(int(self.map.forest.parent[row]), self.stop_pc)
         return self.map.frames(last, self.stop_pc)
 
-    def end_row(self):
+    def end_row(self) -> int | None:
         """The forest row of the frame the thread stopped in (None: a callee it stopped at the door of)."""
         frames = self.end_frames()
         return frames[0].row
 
-    def last_branch(self):
+    def last_branch(self) -> int:
         """The InsnClass of the last traced instruction when it was a call, return or jump, else 0."""
         return self.map.branch_at(self.end - 1) if self.end else 0
 
     # -- lines ---------------------------------------------------------------------------------------
 
-    def line_at(self, position):
+    def line_at(self, position: int) -> tuple[str, int] | None:
         """``(file, line)`` of the instruction at ``position``, or None without line information."""
         pc = self.pc_at(position)
         return self.line_of(pc) if pc is not None else None
 
-    def line_of(self, address):
+    def line_of(self, address: int) -> tuple[str, int] | None:
         location = self.symbolizer.locate(address)
         return (location.file, location.line) if location.file and location.line else None
 
-    def row_start(self, address):
+    def row_start(self, address: int) -> int | None:
         """Where the line-table row holding ``address`` begins, as GDB keeps rows (None: no line information)."""
         found = self._row_starts.get(address, False)
         if found is False:
@@ -143,51 +152,53 @@ class ThreadHistory:
         return found
 
     @cached_property
-    def _rows(self):
+    def _rows(self) -> ElfSymbolizer:
         """The modules' own line tables: LLDB's line entries do not say which rows GDB's stepping stops at."""
         if isinstance(self.symbolizer, ElfSymbolizer):
             return self.symbolizer
-        return ElfSymbolizer(self.process_trace.process.modules, self.process_trace.memory)
+        return ElfSymbolizer(self.thread.process_trace.process.modules, self.thread.memory)
 
     # -- movements (stepping.py, search.py) -----------------------------------------------------------
     # ``breakpoints`` (load addresses) stop a movement at the first one it reaches, as in GDB.
 
-    def stepi(self, reverse=False, breakpoints=()):
+    def stepi(self, reverse: bool = False, breakpoints: Iterable[int] = ()) -> Movement:
         return self._take(stepping.stepi, reverse, breakpoints)
 
-    def nexti(self, reverse=False, breakpoints=()):
+    def nexti(self, reverse: bool = False, breakpoints: Iterable[int] = ()) -> Movement:
         return self._take(stepping.nexti, reverse, breakpoints)
 
-    def step(self, reverse=False, breakpoints=()):
+    def step(self, reverse: bool = False, breakpoints: Iterable[int] = ()) -> Movement:
         return self._take(stepping.step, reverse, breakpoints)
 
-    def next(self, reverse=False, breakpoints=()):
+    def next(self, reverse: bool = False, breakpoints: Iterable[int] = ()) -> Movement:
         return self._take(stepping.next_line, reverse, breakpoints)
 
-    def finish(self, reverse=False, breakpoints=()):
+    def finish(self, reverse: bool = False, breakpoints: Iterable[int] = ()) -> Movement:
         movement = self._take(stepping.finish, reverse, breakpoints)
         self.reverse_finished = reverse and movement.message is None and movement.breakpoint is None
         return movement
 
-    def continue_(self, breakpoints, reverse=False):
+    def continue_(self, breakpoints: Iterable[int], reverse: bool = False) -> Movement:
         """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
         movement = search.continue_to(self, self.hits(breakpoints), reverse)
         return self.move(gaps.settle(self, movement, self.position))  # the beginning may be a gap
 
-    def find(self, addresses=(), entries=(), limit=None):
+    def find(self, addresses: Iterable[int] = (), entries: Iterable[int] = (), limit: int | None = None) -> list[Match]:
         """Executions, newest first: of ``addresses`` (instructions, line starts), or calls of ``entries``."""
         if entries:
             return search.find_calls(self, entries, limit)
         return search.find_addresses(self, addresses, limit)
 
-    def hits(self, addresses):
+    def hits(self, addresses: Iterable[int]) -> np.ndarray:
         """Sorted item indices of every execution of ``addresses`` (kept for the next movement)."""
         wanted = frozenset(addresses)
         if self._hits[0] != wanted:
-            self._hits = (wanted, search.hits(self.decoded, self.process_trace.expander, wanted))
+            self._hits = (wanted, search.hits(self.decoded, self.thread.expander, wanted))
         return self._hits[1]
 
-    def _take(self, stepping_function, reverse, breakpoints):
+    def _take(
+        self, stepping_function: Callable[[ThreadHistory, bool], Movement], reverse: bool, breakpoints: Iterable[int]
+    ) -> Movement:
         """Move as ``stepping_function`` says, stopping at the first breakpoint on the way and never on a gap;
         reaching the end of history in the direction moved says so, as GDB does."""
         start = self.position

@@ -73,10 +73,6 @@ class Packet:
         return cls(**{part.name: part.read(payload) for part in cls.LAYOUT if part.name}, size=size)
 
 
-class _IpPacket(Packet):
-    """FUP, TIP, TIP.PGE and TIP.PGD: an IP, compressed as ``ipc`` says (percpu_scenario.py finds them by it)."""
-
-
 class _TntPacket(Packet):
     """TNT: the oldest branch is the highest of the ``bit_size`` payload bits."""
 
@@ -123,10 +119,10 @@ Psbend = _packet("Psbend", PacketType.PSBEND)
 Ovf = _packet("Ovf", PacketType.OVF)
 Stop = _packet("Stop", PacketType.STOP)
 # Control flow.
-Fup = _packet("Fup", PacketType.FUP, *_IP, base=_IpPacket)
-Tip = _packet("Tip", PacketType.TIP, *_IP, base=_IpPacket)
-TipPge = _packet("TipPge", PacketType.TIP_PGE, *_IP, base=_IpPacket)
-TipPgd = _packet("TipPgd", PacketType.TIP_PGD, *_IP, base=_IpPacket)
+Fup = _packet("Fup", PacketType.FUP, *_IP)
+Tip = _packet("Tip", PacketType.TIP, *_IP)
+TipPge = _packet("TipPge", PacketType.TIP_PGE, *_IP)
+TipPgd = _packet("TipPgd", PacketType.TIP_PGD, *_IP)
 Tnt8 = _packet("Tnt8", PacketType.TNT_8, *_TNT, base=_TntPacket)
 Tnt64 = _packet("Tnt64", PacketType.TNT_64, *_TNT, base=_TntPacket)
 ModeExec = _packet(

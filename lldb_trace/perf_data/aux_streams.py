@@ -55,7 +55,7 @@ class AuxStream:
     """One AUX area's trace: its bytes (a view into the file when one buffer holds it all) and breaks."""
 
     key: int  # the tid (per-thread) or cpu (per-cpu) it was recorded for
-    data: object
+    data: bytes | memoryview
     breaks: tuple
     buffers: int
 

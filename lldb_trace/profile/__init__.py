@@ -2,7 +2,7 @@
 
 Built from the call forest's frames (lldb_trace.analysis) and, by line or
 module, from the decoded blocks counted per address; no LLDB here.
-``profile(thread.process_trace, thread.tid, thread.symbolizer, by="line")``
+``profile(thread, by="line")`` (a TracedThread, as api.ThreadTrace is)
 gives a Profile whose rows the views show (views/profile.py).
 """
 

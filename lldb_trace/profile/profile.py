@@ -17,7 +17,10 @@
   sum instructions.  Without timing the time fields are None, not zeros.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +30,9 @@ from .by_address import count_by_address, sums
 from .keys import FUNCTION, LINE, MODULE, KeyTable, call_items, counted_calls, frame_entry_keys
 from .outermost_frames import Intervals, outermost
 from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from ..traced_thread import TracedThread
 
 GROUPINGS = {  # what a row is, with what it means (pt profile's help)
     FUNCTION: "one row per function (the default)",
@@ -59,20 +65,20 @@ class Profile:
     range: ItemRange
     instructions: int
     time_unit: str | None  # "ns", "ticks", or None: the trace has no timing
-    rows: list  # every row, most exclusive instructions first
+    rows: list[ProfileRow]  # every row, most exclusive instructions first
 
     @property
-    def calls(self):
+    def calls(self) -> int:
         return sum(row.calls for row in self.rows)
 
     @property
-    def time(self):
-        return sum(row.exclusive_time for row in self.rows) if self.time_unit else None
+    def time(self) -> int | None:
+        return sum(row.exclusive_time or 0 for row in self.rows) if self.time_unit else None
 
-    def share(self, count):
+    def share(self, count: int) -> float:
         return count / self.instructions if self.instructions else 0.0
 
-    def sorted_rows(self, sort="exclusive"):
+    def sorted_rows(self, sort: str = "exclusive") -> list[ProfileRow]:
         """The rows by ``sort`` (one of SORTS): largest first, names in order."""
         if sort not in SORTS:
             raise ProfileError(f"unknown sort '{sort}': choose {', '.join(SORTS[:-1])} or {SORTS[-1]}")
@@ -84,18 +90,19 @@ class Profile:
         return sorted(self.rows, key=lambda row: (-getattr(row, field), row.order))
 
 
-def profile(process_trace, tid, symbolizer, by=FUNCTION, item_range=None):
-    """The Profile of thread ``tid`` by ``by`` over ``item_range`` (an ItemRange, ``FROM:TO`` text, or None: all)."""
+def profile(thread: TracedThread, by: str = FUNCTION, item_range: ItemRange | str | None = None) -> Profile:
+    """The Profile of ``thread`` by ``by`` over ``item_range`` (an ItemRange, ``FROM:TO`` text, or None: all)."""
     if by not in GROUPINGS:
         *others, last = GROUPINGS
         raise ProfileError(f"unknown grouping '{by}': choose {', '.join(others)} or {last}")
-    decoded = process_trace.decoded(tid)
+    decoded = thread.decoded
     if decoded is None:
-        raise ProfileError(f"thread {tid} has no trace to profile")
+        raise ProfileError(f"thread {thread.tid} has no trace to profile")
     if not isinstance(item_range, ItemRange):
         item_range = parse_range(item_range, decoded.item_count)
-    frames = frames_of(process_trace, tid, item_range)
-    forest = process_trace.call_forest(tid)
+    frames = frames_of(thread, item_range)
+    forest = thread.call_forest()
+    symbolizer = thread.symbolizer
     span = decoded.item_count + 1
     keys = KeyTable()
     items = call_items(forest, frames)
@@ -103,7 +110,7 @@ def profile(process_trace, tid, symbolizer, by=FUNCTION, item_range=None):
     if by == FUNCTION:
         stack_keys = frame_entry_keys(keys, frames, symbolizer, FUNCTION)
     else:
-        timeline = Timeline(decoded, process_trace.expander)
+        timeline = Timeline(decoded, thread.expander)
         own = keys.of_addresses(timeline.addresses, symbolizer, by)
         stack_keys = _call_lines(timeline, own, items) if by == LINE else frame_entry_keys(keys, frames, symbolizer, by)
     outer = outermost(stack_keys, frames.first, frames.last, span)
@@ -112,9 +119,11 @@ def profile(process_trace, tid, symbolizer, by=FUNCTION, item_range=None):
     inclusive = sums(stack_keys[outer], frames.inclusive[outer], count)
     timed = frames.timed
     inclusive_time = sums(stack_keys[outer], frames.inclusive_time()[outer], count) if timed else None
+    exclusive_time: np.ndarray | None = None
     if by == FUNCTION:
         exclusive = sums(stack_keys, frames.exclusive, count)
-        exclusive_time = sums(stack_keys, frames.exclusive_time(), count) if timed else None
+        if timed:
+            exclusive_time = sums(stack_keys, frames.exclusive_time(), count)
     else:
         stretches = Intervals(stack_keys[outer], frames.first[outer], frames.last[outer], span)
         counts = count_by_address(timeline, item_range, own, stretches, frames.times, count)
@@ -127,20 +136,20 @@ def profile(process_trace, tid, symbolizer, by=FUNCTION, item_range=None):
             int(calls[k]),
             int(exclusive[k]),
             int(inclusive[k]),
-            int(exclusive_time[k]) if timed else None,
-            int(inclusive_time[k]) if timed else None,
+            None if exclusive_time is None else int(exclusive_time[k]),
+            None if inclusive_time is None else int(inclusive_time[k]),
             keys.fields[k],
             keys.orders[k],
         )
         for k in range(count)
         if calls[k] or exclusive[k] or inclusive[k]
     ]
-    made = Profile(tid, by, item_range, frames.instruction_count, frames.times.unit if timed else None, rows)
+    made = Profile(thread.tid, by, item_range, frames.instruction_count, frames.times.unit if timed else None, rows)
     made.rows = made.sorted_rows()
     return made
 
 
-def _call_lines(timeline, own, items):
+def _call_lines(timeline: Timeline, own: np.ndarray, items: np.ndarray) -> np.ndarray:
     """The line (its row) of each frame's call instruction; -1 where the call was not traced."""
     lines = np.full(len(items), -1, dtype=np.int64)
     traced = items >= 0

@@ -20,13 +20,13 @@ class Timeline:
     """
 
     def __init__(self, decoded, expander):
-        ips, sizes, entries, row_base = [], [], [], 0
+        part_ips, part_sizes, part_entries, row_base = [], [], [], 0
         for part in decoded.parts:
-            ips.append(_column(part.block_ips, np.uint64))
-            sizes.append(_column(part.block_sizes, np.uint16).astype(np.int64))
-            entries.append(_column(part.entries, np.uint16).astype(np.int64) + row_base)
+            part_ips.append(_column(part.block_ips, np.uint64))
+            part_sizes.append(_column(part.block_sizes, np.uint16).astype(np.int64))
+            part_entries.append(_column(part.entries, np.uint16).astype(np.int64) + row_base)
             row_base += len(part.block_ips)
-        ips, sizes, rows = np.concatenate(ips), np.concatenate(sizes), np.concatenate(entries)
+        ips, sizes, rows = np.concatenate(part_ips), np.concatenate(part_sizes), np.concatenate(part_entries)
         code = (ips << np.uint64(16)) | sizes.astype(np.uint64)
         code = np.where(sizes > 0, code, np.uint64(0))  # gap rows hold a gap number, not an address
         distinct, row_block = np.unique(code, return_inverse=True)

@@ -43,10 +43,13 @@ Decisions, for a debugger user:
   backwards is an error.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import NoReturn
 
+from ..bundle.model import TscConversion
 from ..errors import LldbTraceError
 from ..perf import (
     LOSS_RECORD_TYPES,
@@ -63,7 +66,7 @@ class ContextSwitchTraceError(LldbTraceError):
     """A context switch trace file is damaged; the message names the file and byte offset."""
 
 
-def perf_time_to_tsc(conversion, ns):
+def perf_time_to_tsc(conversion: TscConversion, ns: int) -> int:
     """The TSC value of perf time ``ns`` (the inverse of ``conversion.to_ns``, in unsigned 64-bit arithmetic).
 
     ``conversion`` is a :class:`~lldb_trace.bundle.model.TscConversion`.  The
@@ -121,21 +124,21 @@ class Execution:
     variant: Variant
 
     @property
-    def switched_in(self):
+    def switched_in(self) -> bool:
         """True when the switch in was recorded (the start is exact)."""
         return self.variant in (Variant.COMPLETE, Variant.ONLY_START, Variant.HINTED_END)
 
     @property
-    def switched_out(self):
+    def switched_out(self) -> bool:
         """True when the switch out was recorded (the end is exact)."""
         return self.variant in (Variant.COMPLETE, Variant.ONLY_END, Variant.HINTED_START)
 
     @property
-    def lowest_known_tsc(self):
+    def lowest_known_tsc(self) -> int:
         """The earliest time the trace vouches for: the start when recorded, else the end."""
         return self.start_tsc if self.switched_in else self.end_tsc
 
-    def contains(self, tsc):
+    def contains(self, tsc: int) -> bool:
         """True when ``tsc`` falls strictly inside the execution (as native LLDB attributes PSBs)."""
         return self.start_tsc < tsc < self.end_tsc
 
@@ -152,7 +155,7 @@ class ContextSwitchTrace:
     ignored_tail: int = 0  # bytes of an incomplete record at the end of the file, skipped
 
 
-def read_context_switches(path, cpu, conversion):
+def read_context_switches(path: str | Path, cpu: int, conversion: TscConversion) -> ContextSwitchTrace:
     """Parse the context switch trace file of ``cpu`` (see :func:`parse_context_switches`)."""
     path = Path(path)
     try:
@@ -162,12 +165,14 @@ def read_context_switches(path, cpu, conversion):
     return parse_context_switches(data, cpu, conversion, source=str(path))
 
 
-def parse_context_switches(data, cpu, conversion, source="context switch trace"):
+def parse_context_switches(
+    data: bytes, cpu: int, conversion: TscConversion, source: str = "context switch trace"
+) -> ContextSwitchTrace:
     """Parse raw perf records into a :class:`ContextSwitchTrace`; raises ContextSwitchTraceError on damage."""
     records, loss_records, end = [], 0, 0
     previous_ns = None
 
-    def fail(at, reason):
+    def fail(at: int, reason: str) -> NoReturn:
         message = f"{source}: cpu {cpu}: bad context switch record at offset {at}: {reason}"
         raise ContextSwitchTraceError(message) from None
 
@@ -197,10 +202,10 @@ def parse_context_switches(data, cpu, conversion, source="context switch trace")
     )
 
 
-def executions_from_records(records, cpu):
+def executions_from_records(records: Sequence[SwitchRecord], cpu: int) -> list[Execution]:
     """The executions that consecutive switch records of one cpu describe, in the order they end."""
     executions = []
-    previous = None
+    previous: SwitchRecord | None = None
     for record in records:
         if previous is None:
             if record.is_out:
@@ -222,11 +227,11 @@ def executions_from_records(records, cpu):
     return executions
 
 
-def _hinted_end(switched_in, next_record, cpu):
+def _hinted_end(switched_in: SwitchRecord, next_record: SwitchRecord, cpu: int) -> Execution:
     end = max(next_record.tsc - 1, switched_in.tsc)
     return Execution(switched_in.tid, switched_in.pid, cpu, switched_in.tsc, end, Variant.HINTED_END)
 
 
-def _hinted_start(previous, switched_out, cpu):
+def _hinted_start(previous: SwitchRecord, switched_out: SwitchRecord, cpu: int) -> Execution:
     start = min(previous.tsc + 1, switched_out.tsc)
     return Execution(switched_out.tid, switched_out.pid, cpu, start, switched_out.tsc, Variant.HINTED_START)

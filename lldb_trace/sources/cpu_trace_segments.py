@@ -24,6 +24,7 @@ import ctypes
 import itertools
 import struct
 from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .. import libipt
@@ -93,7 +94,7 @@ class CpuTraceSegment:
     owner: Execution | None = field(default=None, compare=False)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.end - self.offset
 
 
@@ -116,7 +117,9 @@ def _crosses(boundaries, low, high):
     return index < len(boundaries) and boundaries[index] <= high
 
 
-def scan_segments(data, cpu=None, boundaries=None):
+def scan_segments(
+    data: bytes, cpu: libipt.Cpu | None = None, boundaries: Sequence[int] | None = None
+) -> list[CpuTraceSegment]:
     """Cut one cpu's PT stream into segments (see the module docstring); ``cpu`` is a libipt.Cpu or None.
 
     Finding TSC packets between PSBs means reading every packet, which costs
@@ -127,7 +130,7 @@ def scan_segments(data, cpu=None, boundaries=None):
     """
     if not data:
         return []
-    segments = []
+    segments: list[CpuTraceSegment] = []
     with _Scanner(data, cpu) as scanner:
         headers = scanner.psb_headers()
         if not headers:
@@ -175,7 +178,7 @@ class _Scanner:
 
     def psb_headers(self):
         """``(offset, tsc, mode)`` of every PSB: the TSC and raw MODE.Exec of its PSB+ (None, b"" if absent)."""
-        headers = []
+        headers: list[tuple[int, int | None, bytes]] = []
         decoder = self.decoder
         while True:
             try:
@@ -217,7 +220,7 @@ class _Scanner:
             elif kind == _TSC:
                 tsc = _U64_UNPACK(bytes(payload))[0]
                 if in_psb:
-                    if current.tsc is None:
+                    if current is not None and current.tsc is None:  # (in a PSB+, current is its segment)
                         current.tsc = tsc
                 else:
                     current = candidate = CpuTraceSegment(offset, TIMED, tsc, mode=mode)
@@ -245,9 +248,9 @@ class _Scanner:
         return segments, mode
 
 
-def timed_segments(segments):
+def timed_segments(segments: Iterable[CpuTraceSegment]) -> list[CpuTraceSegment]:
     """Segments with a time: a PSB segment without one joins the segment before it."""
-    timed = []
+    timed: list[CpuTraceSegment] = []
     for segment in segments:
         if segment.tsc is None and timed and segment.kind != HEAD:
             timed[-1].end = segment.end

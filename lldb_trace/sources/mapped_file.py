@@ -33,7 +33,7 @@ _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
-def map_file(path):
+def map_file(path: str | os.PathLike) -> bytes | memoryview:
     """The bytes of the file at ``path`` as a writable memoryview over a private mapping (b"" when empty).
 
     Raises OSError when the file cannot be opened or mapped.
@@ -53,10 +53,10 @@ def map_file(path):
     return memoryview(region)[:size]
 
 
-def _data_extents(fd, size):
+def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
     """``[(offset, length)]`` covering the file's data, page-aligned, holes of _SMALLEST_HOLE or more left out."""
     page, whole = mmap.PAGESIZE, [(0, size)]
-    extents = []
+    extents: list[tuple[int, int]] = []
     position = 0
     while position < size:
         try:

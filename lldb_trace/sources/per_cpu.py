@@ -44,27 +44,36 @@ located in it without finer timing (MTC/CYC), which the bundle does not
 describe.
 """
 
+from __future__ import annotations
+
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..decode.decoder_cpu import decoder_cpu
 from ..errors import LldbTraceError
 from .context_switches import U64_MAX, parse_context_switches, read_context_switches
 from .cpu_trace_segments import HEAD, SYNC_KINDS, scan_segments, timed_segments
-from .thread_stream import SegmentRun, join_thread_stream
+from .thread_stream import Piece, SegmentRun, ThreadStream, join_thread_stream
+
+if TYPE_CHECKING:
+    from ..bundle.model import Bundle
+    from ..perf_data.aux_streams import Break
+    from .context_switches import Execution
+    from .cpu_trace_segments import CpuTraceSegment
 
 
 class PerCpuTraceError(LldbTraceError):
     """A per-cpu bundle cannot be split among its threads."""
 
 
-def attribute(segments, executions):
+def attribute(segments: list[CpuTraceSegment], executions: Sequence[Execution]) -> None:
     """Set each segment's ``owner`` to the execution that ran when it was written (or None)."""
     index = 0
     for execution in executions:
-        while index < len(segments) and (segments[index].tsc is None or segments[index].tsc < execution.end_tsc):
-            segment = segments[index]
-            segment.owner = execution if segment.tsc is not None and segment.tsc > execution.start_tsc else None
+        while index < len(segments) and ((tsc := segments[index].tsc) is None or tsc < execution.end_tsc):
+            segments[index].owner = execution if tsc is not None and tsc > execution.start_tsc else None
             index += 1
     for segment in segments[index:]:
         segment.owner = None
@@ -93,9 +102,9 @@ class PerCpuSplit:
     (a perf.data's breaks, see :func:`thread_breaks`), with offsets in the thread's stream.
     """
 
-    threads: dict  # tid -> ThreadStream
+    threads: dict[int, ThreadStream]
     cpus: tuple[CpuSplit, ...]
-    breaks: dict  # tid -> tuple of breaks (perf_data.aux_streams.Break), in stream order
+    breaks: dict[int, tuple[Break, ...]]  # in stream order
 
 
 @dataclass(frozen=True)
@@ -104,16 +113,16 @@ class CpuLoss:
     the data timed ``since`` and before the data timed ``until`` (0 and 2**64-1 where no data says)."""
 
     cpu: int
-    lost: object
+    lost: Break
     since: int
     until: int
 
 
-def _all_tids(bundle):
+def _all_tids(bundle: Bundle) -> list[int]:
     return [thread.tid for process in bundle.processes for thread in process.threads]
 
 
-def split_bundle(bundle, tids=None):
+def split_bundle(bundle: Bundle, tids: Iterable[int] | None = None) -> PerCpuSplit:
     """Share the per-cpu traces of ``bundle`` among threads ``tids`` (default: every thread of the bundle).
 
     Returns a :class:`PerCpuSplit`: ``threads`` maps every asked tid to its
@@ -131,8 +140,8 @@ def split_bundle(bundle, tids=None):
         )
     wanted = set(_all_tids(bundle) if tids is None else tids)
     cpu = decoder_cpu(bundle.cpu)
-    runs = {tid: [] for tid in wanted}
-    executions = {tid: [] for tid in wanted}
+    runs: dict[int, list[SegmentRun]] = {tid: [] for tid in wanted}
+    executions: dict[int, list[Execution]] = {tid: [] for tid in wanted}
     lost_by_tid = dict.fromkeys(wanted, 0)
     cpu_splits, losses = [], []
     for cpu_trace in sorted(bundle.cpus, key=lambda c: c.cpu_id):
@@ -156,7 +165,7 @@ def split_bundle(bundle, tids=None):
             )
         attribute(segments, switches.executions)
         losses += cpu_losses(cpu_trace.cpu_id, segments, cpu_trace.breaks)
-        owned = {}
+        owned: dict[int, list[CpuTraceSegment]] = {}
         for segment in segments:
             if segment.owner is not None and segment.owner.tid in wanted:
                 owned.setdefault(id(segment.owner), []).append(segment)
@@ -191,35 +200,35 @@ def split_bundle(bundle, tids=None):
     return PerCpuSplit(threads=threads, cpus=tuple(cpu_splits), breaks=breaks)
 
 
-def cpu_losses(cpu, segments, breaks):
+def cpu_losses(cpu: int, segments: list[CpuTraceSegment], breaks: Iterable[Break]) -> list[CpuLoss]:
     """The CpuLoss of each break of one cpu's stream, timed by the segments around it."""
     offsets = [segment.offset for segment in segments]
     losses = []
     for lost in breaks:
         k = bisect_left(offsets, lost.offset)
-        since = segments[k - 1].tsc if k and segments[k - 1].tsc is not None else 0
-        until = segments[k].tsc if k < len(segments) and segments[k].tsc is not None else U64_MAX
-        losses.append(CpuLoss(cpu, lost, since, until))
+        before = segments[k - 1].tsc if k else None
+        after = segments[k].tsc if k < len(segments) else None
+        losses.append(CpuLoss(cpu, lost, 0 if before is None else before, U64_MAX if after is None else after))
     return losses
 
 
-def thread_breaks(stream, losses):
+def thread_breaks(stream: ThreadStream, losses: Iterable[CpuLoss]) -> tuple[Break, ...]:
     """Where a thread's stream breaks because a cpu lost trace data that was, or may have been, its own.
 
     A loss inside one of its pieces breaks the stream there.  Otherwise each of its executions on that cpu
     that overlaps the loss in time breaks the stream where the pieces after that execution's start (and
     after the loss's) begin, or at its end: the thread's history misses what it ran there.
     """
-    pieces = {}
+    pieces: dict[int, list[Piece]] = {}
     for piece in sorted(stream.pieces, key=lambda p: p.cpu_offset):
         pieces.setdefault(piece.cpu, []).append(piece)
     offsets = {cpu: [piece.cpu_offset for piece in found] for cpu, found in pieces.items()}
-    ran = {}
+    ran: dict[int, list[Execution]] = {}
     for execution in sorted(stream.executions, key=lambda e: e.start_tsc):
         ran.setdefault(execution.cpu, []).append(execution)
     starts = {cpu: [e.start_tsc for e in found] for cpu, found in ran.items()}
     times = [piece.tsc for piece in stream.pieces]
-    found = {}
+    found: dict[int, Break] = {}
     for loss in losses:
         at = _inside(pieces.get(loss.cpu, ()), offsets.get(loss.cpu, ()), loss.lost.offset)
         places = [at] if at is not None else []
@@ -233,7 +242,7 @@ def thread_breaks(stream, losses):
     return tuple(found[at] for at in sorted(found))
 
 
-def _inside(pieces, offsets, offset):
+def _inside(pieces: Sequence[Piece], offsets: Sequence[int], offset: int) -> int | None:
     """Where cpu stream byte ``offset`` is in the thread's stream, when one of ``pieces`` (sorted by their
     ``offsets`` in the cpu's stream) holds it; else None."""
     k = bisect_right(offsets, offset) - 1
@@ -243,13 +252,13 @@ def _inside(pieces, offsets, offset):
     return piece.start if offset == piece.cpu_offset else piece.offset + offset - piece.cpu_offset
 
 
-def thread_streams(bundle, tids=None):
+def thread_streams(bundle: Bundle, tids: Iterable[int] | None = None) -> dict[int, ThreadStream]:
     """``{tid: ThreadStream}`` for ``tids`` (default: every thread of the bundle); see :func:`split_bundle`."""
     return split_bundle(bundle, tids).threads
 
 
-def _contiguous_runs(segments):
-    runs = []
+def _contiguous_runs(segments: list[CpuTraceSegment]) -> list[list[CpuTraceSegment]]:
+    runs: list[list[CpuTraceSegment]] = []
     for segment in segments:
         if runs and runs[-1][-1].end == segment.offset:
             runs[-1].append(segment)

@@ -20,6 +20,7 @@ of each instruction or report an execution without trace data.
 """
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import libipt
@@ -35,7 +36,7 @@ class SegmentRun:
     execution: Execution
     cpu: int
     data: bytes
-    segments: list
+    segments: list  # CpuTraceSegments with a time and a place to decode from (a PSB or a TIP.PGE)
     lost_before: int
 
 
@@ -62,7 +63,7 @@ class Piece:
     lost_before: int = 0
 
     @property
-    def start(self):
+    def start(self) -> int:
         """Where the piece, its synthetic prefix included, starts in the thread's stream."""
         return self.offset - self.prefix
 
@@ -84,35 +85,37 @@ class ThreadStream:
     executions: tuple[Execution, ...]
     dropped: int = 0
 
-    def __bytes__(self):
+    def __bytes__(self) -> bytes:
         return self.data
 
-    def piece_at(self, offset):
+    def piece_at(self, offset: int) -> Piece | None:
         """The piece holding byte ``offset`` of ``data`` (its prefix included), or None."""
         index = bisect_right([piece.start for piece in self.pieces], offset) - 1
         return self.pieces[index] if index >= 0 else None
 
 
-_SYNTHETIC = {}
+_SYNTHETIC: dict[str, bytes] = {}
 
 
-def _psb_bytes():
+def _psb_bytes() -> tuple[bytes, bytes]:
     if not _SYNTHETIC:
         _SYNTHETIC["psb"] = libipt.encode([packets.Psb()])
         _SYNTHETIC["psbend"] = libipt.encode([packets.Psbend()])
     return _SYNTHETIC["psb"], _SYNTHETIC["psbend"]
 
 
-def _pge_bytes(ip):
+def _pge_bytes(ip: int) -> bytes:
     """A TIP.PGE that needs no last IP."""
     if ip >> 47 in (0, 0x1FFFF):
         return libipt.encode([packets.TipPge(IpCompression.SEXT_48, ip & 0xFFFFFFFFFFFF)])
     return libipt.encode([packets.TipPge(IpCompression.FULL, ip)])
 
 
-def join_thread_stream(tid, runs, executions, dropped):
+def join_thread_stream(
+    tid: int, runs: Sequence[SegmentRun], executions: Sequence[Execution], dropped: int
+) -> ThreadStream:
     """Join a thread's runs in time order: executions by their first trace data, as native LLDB orders them."""
-    first_tsc = {}
+    first_tsc: dict[int, int] = {}
     for run in runs:
         key = id(run.execution)
         first_tsc[key] = min(first_tsc.get(key, run.segments[0].tsc), run.segments[0].tsc)

@@ -1,6 +1,6 @@
 """Subscribers: Python callbacks on a thread's calls, returns, gaps and instructions, in trace order.
 
-``walk(process_trace, tid, symbolizer, {"call": f, ...}, functions=, modules=, item_range=)`` is
+``walk(thread, {"call": f, ...}, functions=, modules=, item_range=)`` (a TracedThread) is
 what ``ThreadTrace.walk`` and ``pt script`` run.  Filters are resolved once
 and applied with numpy, so the events they leave out cost no Python; a
 callback returning ``False`` (or raising StopWalk) ends the walk.  No LLDB here.

@@ -12,11 +12,18 @@ is ``__libc_malloc`` to a symbolizer): the symbolizer's ``function_entries``
 finds every function of that name, aliases included.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import LldbTraceError
+
+if TYPE_CHECKING:
+    from ..traced_thread import TracedThread
 
 _GLOB = frozenset("*?[")
 
@@ -28,15 +35,20 @@ class FilterError(LldbTraceError):
 class Filter:
     """``wanted(addresses) -> bool array``; ``active`` is False when every address is wanted."""
 
-    def __init__(self, process_trace, symbolizer, functions=None, modules=None):
-        self._symbolizer, self._ranges = symbolizer, process_trace.functions
+    def __init__(
+        self,
+        thread: TracedThread,
+        functions: str | Iterable[str] | None = None,
+        modules: str | Iterable[str] | None = None,
+    ) -> None:
+        self._symbolizer, self._ranges = thread.symbolizer, thread.functions
         self._functions = [_split(pattern) for pattern in _listed(functions, "functions")]
         self._modules = _listed(modules, "modules")
         self.active = bool(self._functions or self._modules)
         self._named = self._named_entries()
-        self._verdicts = {}  # function start (or a lone address) -> bool
+        self._verdicts: dict[int, bool] = {}  # function start (or a lone address) -> bool
 
-    def wanted(self, addresses):
+    def wanted(self, addresses: np.ndarray) -> np.ndarray:
         """Per address of ``addresses`` (a uint64 array): does the filter let it through?"""
         addresses = np.asarray(addresses, dtype=np.uint64)
         if not self.active:
@@ -73,7 +85,7 @@ class Filter:
     def _named_entries(self):
         """The entries of the functions named without globs, under any of their names; a name no module has
         fails here, as a typo would otherwise quietly deliver nothing."""
-        entries = set()
+        entries: set[int] = set()
         for module_pattern, name in self._functions:
             if _GLOB & set(name):
                 continue

@@ -10,8 +10,12 @@ and the events are made as they are delivered.  Memory stays bounded by the
 chunk, whatever the trace's length.
 """
 
+from __future__ import annotations
+
 import itertools
+from collections.abc import Callable, Iterable
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +26,10 @@ from ..errors import LldbTraceError
 from .events import KINDS, Event, StopWalk, WalkSummary
 from .filters import Filter
 from .instructions import Innermost, Instructions
+
+if TYPE_CHECKING:
+    from ..analysis import ItemRange
+    from ..traced_thread import TracedThread
 
 CALL, RETURN, GAP, INSTRUCTION = range(4)
 _RANK = np.array([1, 3, 1, 2])  # by kind; at one item: calls and gaps, then the instruction, then returns
@@ -52,8 +60,15 @@ class Walk:
         return found
 
 
-def walk(process_trace, tid, symbolizer, callbacks, functions=None, modules=None, item_range=None, chunk=CHUNK):
-    """Deliver the events of thread ``tid`` to ``callbacks`` (kind -> callable or None); a WalkSummary.
+def walk(
+    thread: TracedThread,
+    callbacks: dict[str, Callable[[Event], Any] | None],
+    functions: str | Iterable[str] | None = None,
+    modules: str | Iterable[str] | None = None,
+    item_range: ItemRange | str | tuple[int, int] | None = None,
+    chunk: int = CHUNK,
+) -> WalkSummary:
+    """Deliver the events of ``thread`` to ``callbacks`` (kind -> callable or None); a WalkSummary.
 
     ``item_range``: an analysis.ItemRange, a ``FROM:TO`` text, a ``(first, last)`` pair or None (all).
     """
@@ -62,21 +77,21 @@ def walk(process_trace, tid, symbolizer, callbacks, functions=None, modules=None
             raise WalkError(f"on_{kind} must be callable, not {type(callback).__name__}")
     if isinstance(item_range, tuple):
         item_range = f"{item_range[0]}:{item_range[1]}"
-    frames = frames_of(process_trace, tid, item_range)
+    frames = frames_of(thread, item_range)
     summary = WalkSummary(frames.range)
     handlers = tuple(callbacks.get(kind) for kind in KINDS)
     if not any(handlers):
         return summary
-    state = Walk(process_trace.call_forest(tid), symbolizer)
-    chooser = Filter(process_trace, symbolizer, functions, modules)
+    state = Walk(thread.call_forest(), thread.symbolizer)
+    chooser = Filter(thread, functions, modules)
     times = frames.times.at if frames.times.known else lambda _indices: None
     sparse = _sparse_columns(frames, state.forest, chooser, handlers, times)
     instructions = None
     if handlers[INSTRUCTION]:
         wanted = chooser.wanted if chooser.active else None
-        instructions = Instructions(process_trace.decoded(tid), process_trace.expander, wanted)
+        instructions = Instructions(thread.decoded_or_error(), thread.expander, wanted)
     first, last = frames.range.first, frames.range.last
-    with progress.task(f"Walking the history of thread {tid}", frames.range.count) as task:
+    with progress.task(f"Walking the history of thread {thread.tid}", frames.range.count) as task:
         low = first
         while low <= last:
             high = _chunk_end(low, last, chunk, sparse, instructions is not None)
@@ -108,7 +123,7 @@ def _chunk_end(low, last, chunk, sparse, with_instructions):
 def _sparse_columns(frames, forest, chooser, handlers, times):
     """Per kind, ``(items, times, depths, addresses, rows)`` over the whole range (None: not subscribed;
     a kind's column it does not have, or times without timing: None)."""
-    columns = [None] * len(KINDS)
+    columns: list[tuple | None] = [None] * len(KINDS)
     wanted = chooser.wanted(frames.entry) if chooser.active and (handlers[CALL] or handlers[RETURN]) else True
     if handlers[CALL]:
         parent = forest.parent[frames.row].astype(np.int64)
@@ -154,7 +169,9 @@ def _deliver(columns, handlers, state, summary):
         starts = np.concatenate(([0], np.flatnonzero(order[1:] != order[:-1]) + 1))
         if len(order) < SHORT_RUNS * len(starts):
             return _deliver_each(order, streams, handlers, state, summary)
-        runs = zip(order[starts].tolist(), np.diff(np.append(starts, len(order))).tolist(), strict=True)
+        runs: Iterable[tuple[int, int]] = zip(
+            order[starts].tolist(), np.diff(np.append(starts, len(order))).tolist(), strict=True
+        )
     else:
         runs = [(kind, len(columns[kind][0])) for kind in present]
     for kind, count in runs:

@@ -12,27 +12,41 @@ that holds an item.  The window is shown oldest first unless
 forwards.
 """
 
+from __future__ import annotations
+
 from bisect import bisect_right
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..decode.call_forest import position_of
+from ..decode.call_forest import Call, CallForest, position_of
 from ..history import named_calls
 from .entries import CallEntry, shown_time
+from .options import DumpOptions
+
+if TYPE_CHECKING:
+    from ..bundle.model import TscConversion
+    from ..decode.decoded_thread import DecodedThread
+    from ..symbolize import Location, Symbolizer
+    from ..traced_thread import TracedThread
 
 
-def call_window(process_trace, tid, options, symbolizer, start=None):
+def call_window(
+    thread: TracedThread, options: DumpOptions, start: int | None = None
+) -> tuple[list[CallEntry], int | None]:
     """``(CallEntry list in display order, where Enter continues or None)``; ``start``: a continuation's."""
-    listed = listed_calls(process_trace.call_forest(tid), options, symbolizer)
+    symbolizer = thread.symbolizer
+    listed = listed_calls(thread.call_forest(), options, symbolizer)
     if start is None and options.id is not None:
         at = anchor(listed, options.id)
         start = at + options.offset if options.forwards else at - options.offset
     calls, next_start = _window(listed, options, start)
-    decoded = process_trace.decoded(tid)
-    conversion = process_trace.bundle.tsc_conversion
+    decoded = thread.decoded_or_error()
+    conversion = thread.tsc_conversion
 
-    def locate(address):
+    def locate(address: int | None) -> Location | None:
         return symbolizer.locate(address) if address is not None else None
 
     entries = [
@@ -47,7 +61,7 @@ def call_window(process_trace, tid, options, symbolizer, start=None):
     return entries[::-1] if options.newest_first else entries, next_start
 
 
-def listed_calls(forest, options, symbolizer):
+def listed_calls(forest: CallForest, options: DumpOptions, symbolizer: Symbolizer) -> Sequence[Call]:
     """The calls the filters let through, in execution order."""
     if options.module is None and options.function is None:
         return forest.calls()
@@ -61,7 +75,7 @@ def listed_calls(forest, options, symbolizer):
     return [forest.call(row) for row in np.flatnonzero(np.isin(forest.entry, wanted)).tolist()]
 
 
-def anchor(calls, item):
+def anchor(calls: Sequence[Call], item: int) -> int:
     """Where item ``item`` is in ``calls``: the innermost listed call holding it, else the last one before it (-1)."""
     k = bisect_right(calls, item, key=lambda call: call.first) - 1
     if k < 0:
@@ -77,7 +91,7 @@ def anchor(calls, item):
     return k
 
 
-def _window(calls, options, start=None):
+def _window(calls: Sequence[Call], options: DumpOptions, start: int | None = None) -> tuple[list[Call], int | None]:
     """``(calls to show in execution order, where Enter continues or None)``.
 
     ``start`` is the position of the window's newest call (its oldest going
@@ -97,7 +111,7 @@ def _window(calls, options, start=None):
     return list(calls[low : start + 1]), (low - 1 if low > 0 else None)
 
 
-def _duration(decoded, call, conversion):
+def _duration(decoded: DecodedThread, call: Call, conversion: TscConversion | None) -> int | None:
     """From the call's first item to the item after its last: None when the time did not change in between."""
     first = decoded.timestamp(call.first)
     last = decoded.timestamp(min(call.last + 1, decoded.item_count))
@@ -106,7 +120,7 @@ def _duration(decoded, call, conversion):
     return shown_time(last, conversion) - shown_time(first, conversion)
 
 
-def timing(decoded, call, conversion):
+def timing(decoded: DecodedThread, call: Call, conversion: TscConversion | None) -> tuple[int, int] | tuple[()]:
     """``(inclusive, exclusive)`` in ns (TSC ticks without a conversion); () when the trace's timing is too
     coarse to tell (no time update inside the call: "0 ticks" would be wrong), None without timestamps."""
     inclusive = _duration(decoded, call, conversion)

@@ -7,8 +7,12 @@ business (which threads, where Enter continues) stays with the caller: it
 passes a Continuation and keeps the ThreadDump's ``next_start``.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import LldbTraceError
 from .calls import call_window
@@ -16,8 +20,11 @@ from .entries import ThreadDump
 from .info import info_text
 from .instructions import event_window, instruction_window
 from .json_writer import JsonWriter
-from .options import CALLS, EVENTS
+from .options import CALLS, EVENTS, DumpOptions
 from .text_writer import TextWriter
+
+if TYPE_CHECKING:
+    from ..traced_thread import TracedThread
 
 
 class ItemOutOfRangeError(LldbTraceError):
@@ -31,34 +38,38 @@ class Continuation:
     start: int | None
 
 
-def dump_thread(process_trace, tid, options, symbolizer, continuation=None):
-    """The ThreadDump of ``tid`` for ``options`` (a windowed mode), continuing ``continuation`` when given."""
-    has_trace = process_trace.has_trace(tid)
+def dump_thread(thread: TracedThread, options: DumpOptions, continuation: Continuation | None = None) -> ThreadDump:
+    """The ThreadDump of ``thread`` for ``options`` (a windowed mode), continuing ``continuation`` when given."""
+    has_trace = thread.has_trace
     if options.id is not None and has_trace:
-        decoded = process_trace.decoded(tid)
-        if options.id >= decoded.item_count:
-            items = f"its items are 0 to {decoded.item_count - 1}"
-            raise ItemOutOfRangeError(f"--id {options.id} is past the end of thread {tid}'s trace: {items}")
+        item_count = thread.item_count
+        if options.id >= item_count:
+            items = f"its items are 0 to {item_count - 1}"
+            raise ItemOutOfRangeError(f"--id {options.id} is past the end of thread {thread.tid}'s trace: {items}")
     if not has_trace or (continuation is not None and continuation.start is None):
-        entries, next_start = [], None
+        entries: list = []
+        next_start: int | None = None
     else:
         start = continuation.start if continuation is not None else None
         if options.mode == EVENTS:
-            entries, next_start = event_window(process_trace, tid, options, start)
+            entries, next_start = event_window(thread, options, start)
         elif options.mode == CALLS:
-            entries, next_start = call_window(process_trace, tid, options, symbolizer, start)
+            entries, next_start = call_window(thread, options, start)
         else:
-            entries, next_start = instruction_window(process_trace, tid, options, symbolizer, start)
-    wall_clock = process_trace.bundle.tsc_conversion is not None
-    return ThreadDump(process_trace.pid, tid, has_trace, wall_clock, entries, next_start)
+            entries, next_start = instruction_window(thread, options, start)
+    wall_clock = thread.tsc_conversion is not None
+    return ThreadDump(thread.pid, thread.tid, has_trace, wall_clock, entries, next_start)
 
 
-def render(dumps, options):
+def render(dumps: Sequence[ThreadDump], options: DumpOptions) -> str:
     """The dumps of every thread as one text or JSON document."""
-    writer = JsonWriter(options) if options.json else TextWriter(options)
-    return writer.document([writer.thread(dump) for dump in dumps])
+    if options.json:
+        objects = JsonWriter(options)
+        return objects.document([objects.thread(dump) for dump in dumps])
+    text = TextWriter(options)
+    return text.document([text.thread(dump) for dump in dumps])
 
 
-def render_info(info, options):
+def render_info(info: dict, options: DumpOptions) -> str:
     """The session info (``info.session_info``) as text or JSON."""
     return json.dumps(info, indent=2) if options.json else info_text(info)

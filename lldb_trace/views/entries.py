@@ -6,14 +6,20 @@ format; they never read the trace or ask a symbolizer.
 """
 
 from dataclasses import dataclass
+from typing import overload
 
+from ..bundle.model import TscConversion
 from ..decode.call_forest import Call
 from ..decode.cursor import Item
 from ..decode.decoded_thread import EventRecord
 from ..symbolize import Location
 
 
-def shown_time(tsc, conversion):
+@overload
+def shown_time(tsc: int, conversion: TscConversion | None) -> int: ...
+@overload
+def shown_time(tsc: None, conversion: TscConversion | None) -> None: ...
+def shown_time(tsc: int | None, conversion: TscConversion | None) -> int | None:
     """A timestamp as dumps show it: wall-clock ns with the bundle's ``conversion``, else the TSC; None without."""
     if tsc is None:
         return None
@@ -45,10 +51,10 @@ class CallEntry:
     call: Call
     location: Location | None  # of the function that ran (None: the trace has no instruction of it)
     stub: Location | None  # of the PLT stub it was called through
-    timing: tuple[int, int] | None  # (inclusive, exclusive) time; () when no time update falls inside the call
+    timing: tuple[int, int] | tuple[()] | None  # (inclusive, exclusive) time; () when no time update falls inside
 
     @property
-    def label(self):
+    def label(self) -> str:
         """``module`function`` of the function that ran (``(no instruction)`` when the trace has none for it);
         an IFUNC's resolver is marked: its run is ld.so choosing the function, not a call of it."""
         label = self.location.function_label if self.location is not None else "(no instruction)"
@@ -57,7 +63,7 @@ class CallEntry:
         return label + (" (untraced start)" if self.call.untraced_start else "")
 
     @property
-    def stub_note(self):
+    def stub_note(self) -> str | None:
         """``via module`symbol stub for: name, bound lazily`` where that says more than the label, else None.
 
         The stub is named when LLDB names it and either its name differs from the
@@ -67,7 +73,8 @@ class CallEntry:
             return None
         named = self.stub.stub and self.stub.function is not None
         notes = []
-        if named and (self.call.lazy_binding or self.stub.function != self.location.function):
+        function = self.location.function if self.location is not None else None
+        if named and (self.call.lazy_binding or self.stub.function != function):
             notes.append(f"via {self.stub.function_label}")
         if self.call.lazy_binding:
             notes.append("bound lazily")
@@ -82,5 +89,5 @@ class ThreadDump:
     tid: int
     has_trace: bool
     wall_clock: bool  # times are ns (the bundle converts TSC to wall-clock time), else TSC ticks
-    entries: list
+    entries: list  # InstructionEntries, EventEntries or CallEntries, as the dump's mode says
     next_start: int | None  # where Enter continues; None: the window reached the end

@@ -7,17 +7,35 @@ first (the ``--json`` form, written by ``json.dumps``), then written as text
 by :func:`info_text`, so both forms say the same things.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
 from ..bundle.stops import stop_json
 from ..decode.truncation import find_file_cut
 from ..history import describe_position
 
+if TYPE_CHECKING:
+    from ..bundle.model import Bundle
+    from ..decode.decoded_thread import DecodedThread
+    from ..process_trace import ProcessTrace
+    from ..traced_thread import TracedThread
 
-def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, position=lambda tid: None):
-    """Everything the session info shows, as plain data; ``thread_index(tid)``: the debugger's thread number;
-    ``position(tid)``: the thread's history position (an index) where a debugger moved it (None: the end)."""
+
+def session_info(
+    process_trace: ProcessTrace,
+    threads: Sequence[TracedThread],
+    verbose: bool,
+    thread_index: Callable[[int], int | None] = lambda tid: None,
+    position: Callable[[int], int | None] = lambda tid: None,
+) -> dict:
+    """Everything the session info shows of ``process_trace`` and its ``threads``, as plain data;
+    ``thread_index(tid)``: the debugger's thread number; ``position(tid)``: the thread's history
+    position (an index) where a debugger moved it (None: the end)."""
     bundle = process_trace.bundle
     cpu = bundle.cpu
-    info = {
+    info: dict = {
         "technology": "intel-pt",
         "bundle": str(bundle.path),
         "format": bundle.format,
@@ -33,7 +51,7 @@ def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, po
             }
             for module in process_trace.process.modules
         ],
-        "threads": [_thread_info(process_trace, tid, thread_index(tid), position(tid)) for tid in tids],
+        "threads": [_thread_info(thread, thread_index(thread.tid), position(thread.tid)) for thread in threads],
     }
     children = process_trace.process.untraced_children
     if children:  # processes it created that ran without tracing
@@ -49,20 +67,20 @@ def session_info(process_trace, tids, verbose, thread_index=lambda tid: None, po
     return info
 
 
-def _thread_info(process_trace, tid, index, position):
-    thread = process_trace.thread(tid)
+def _thread_info(thread: TracedThread, index: int | None, position: int | None) -> dict:
+    trace_file = thread.bundle_thread.trace
     info = {
-        "tid": tid,
+        "tid": thread.tid,
         "index": index,
         "traceFile": None,
         "traceSize": 0,
-        **process_trace.source.describe(tid),  # where the bytes come from: a file, per-cpu pieces, a live backend
+        **thread.describe_source(),  # where the bytes come from: a file, per-cpu pieces, a live backend
     }
-    stop = process_trace.thread_stop(tid)
+    stop = thread.stop
     if stop is not None:  # the signal that stopped the thread (a crash), or its exit
         info["stopReason"] = {**stop_json(stop), "description": stop.text}
-    decoded = process_trace.decoded_if_done(tid)
-    cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
+    decoded = thread.decoded_if_done()
+    cut = decoded.truncation if decoded is not None else trace_file and find_file_cut(trace_file)
     if cut:  # the trace ends inside a packet: the file was cut short
         info["truncated"] = {**cut.to_json(), "text": cut.describe()}
     if decoded is not None:
@@ -73,17 +91,17 @@ def _thread_info(process_trace, tid, index, position):
             "decodeSeconds": round(decoded.decode_seconds, 6),
             "memoryBytes": decoded.memory_bytes,
         }
-        info["decoded"]["functionCalls"] = len(process_trace.call_forest(tid))
-        info["timing"] = _timing_info(process_trace.bundle, decoded)
+        info["decoded"]["functionCalls"] = len(thread.call_forest())
+        info["timing"] = _timing_info(thread.bundle, decoded)
         end = decoded.item_count
         position = end if position is None else position
         info["position"] = {"index": position, "end": end, "text": describe_position(position, end)}
-    elif (tail := process_trace.tail_if_done(tid)) is not None:  # a large trace, decoded only at its end so far
+    elif (tail := thread.tail_if_done()) is not None:  # a large trace, decoded only at its end so far
         info["decodedEnd"] = {"instructions": tail.decoded.instruction_count, "fromOffset": tail.start_offset}
     return info
 
 
-def _timing_info(bundle, decoded):
+def _timing_info(bundle: Bundle, decoded: DecodedThread) -> dict:
     """How finely the thread's items are placed in time: which packets, how many time updates, in what unit."""
     updates = sum(len(part.tsc_values) for part in decoded.parts)
     if not updates:
@@ -98,7 +116,7 @@ def _timing_info(bundle, decoded):
     }
 
 
-def _timing_text(timing):
+def _timing_text(timing: dict) -> str:
     if not timing["packets"]:
         return "      timing: none (no timing packets; record with --tsc, --mtc or --cyc for times)"
     return (
@@ -107,7 +125,7 @@ def _timing_text(timing):
     )
 
 
-def info_text(info):
+def info_text(info: dict) -> str:
     """The text form of :func:`session_info`."""
     cpu = info["cpu"]
     cpu_text = f"family {cpu['family']} model {cpu['model']} stepping {cpu['stepping']}"

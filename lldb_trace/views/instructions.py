@@ -6,28 +6,38 @@ stopped.  The instructions are one walk of the trace object's cursor; the
 events are numbered in trace order.
 """
 
+from __future__ import annotations
+
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..decode.cursor import TraceCursor
 from ..x86.control_flow_kind import ControlFlowKinds
 from .entries import EventEntry, InstructionEntry, shown_time
+from .options import DumpOptions
+
+if TYPE_CHECKING:
+    from ..decode.decoded_thread import DecodedThread
+    from ..traced_thread import TracedThread
 
 
-def instruction_window(process_trace, tid, options, symbolizer, start=None):
+def instruction_window(
+    thread: TracedThread, options: DumpOptions, start: int | None = None
+) -> tuple[list[InstructionEntry], int | None]:
     """``(InstructionEntry list in display order, the index to continue from or None)``.
 
     ``start`` (a continuation) overrides the window's start from --offset and --id.  A window at the
-    end of a large trace decodes only that end (ProcessTrace.end_of); while the trace before it is not
+    end of a large trace decodes only that end (TracedThread.end_of); while the trace before it is not
     decoded, its items are numbered from the end (-1: the last), and so is the index to continue from.
     """
-    decoded, base, start = _window_start(process_trace, tid, options, start)
+    decoded, base, start = _window_start(thread, options, start)
     if not 0 <= start < decoded.item_count:  # (the cursor would read a negative start from the end)
         return [], None
-    cursor = TraceCursor(decoded, process_trace.expander, options.forwards, None if options.raw else symbolizer)
+    cursor = TraceCursor(decoded, thread.expander, options.forwards, None if options.raw else thread.symbolizer)
     cursor.seek(start)
-    conversion = process_trace.bundle.tsc_conversion
-    kinds = ControlFlowKinds(process_trace.memory.read) if options.kind else None
+    conversion = thread.tsc_conversion
+    kinds = ControlFlowKinds(thread.memory.read) if options.kind else None
     entries = [
         InstructionEntry(
             replace(item, index=item.index + base) if base else item,
@@ -40,28 +50,31 @@ def instruction_window(process_trace, tid, options, symbolizer, start=None):
     return entries, cursor.index + base if cursor.has_value else None
 
 
-def _window_start(process_trace, tid, options, start):
+def _window_start(thread: TracedThread, options: DumpOptions, start: int | None) -> tuple[DecodedThread, int, int]:
     """``(DecodedThread, what its indexes add up to when shown, the index the window starts at)``."""
-    from_start = options.forwards or options.id is not None or options.count is None
-    if from_start or (start is not None and start >= 0):
-        decoded = process_trace.decoded(tid)
+    count = options.count
+    if options.forwards or options.id is not None or count is None or (start is not None and start >= 0):
+        decoded = thread.decoded_or_error()
         if start is None:
             base = options.id if options.id is not None else (0 if options.forwards else decoded.item_count - 1)
             start = base + options.offset if options.forwards else base - options.offset
         return decoded, 0, start
     back = options.offset + 1 if start is None else -start  # the first item shown, counted from the end
-    end = process_trace.end_of(tid, back + options.count)
+    end = thread.end_of(back + count)
+    assert end is not None, "a dump of a thread without a trace is empty (dump_thread)"
     decoded = end.decoded
     return decoded, -decoded.item_count if end.from_end else 0, decoded.item_count - back
 
 
-def event_window(process_trace, tid, options, start=None):
+def event_window(
+    thread: TracedThread, options: DumpOptions, start: int | None = None
+) -> tuple[list[EventEntry], int | None]:
     """``(EventEntry list in display order, the event number to continue from or None)``.
 
     Events are numbered in trace order.  --id starts at the events of that item;
     --offset skips that many events; ``start`` (a continuation) overrides both.
     """
-    decoded = process_trace.decoded(tid)
+    decoded = thread.decoded_or_error()
     events = decoded.events
     if start is None:
         items = [event.index for event in events]
@@ -77,7 +90,7 @@ def event_window(process_trace, tid, options, start=None):
     stop = len(events) if options.forwards else -1
     if options.count is not None:
         stop = min(stop, start + options.count) if options.forwards else max(stop, start - options.count)
-    conversion = process_trace.bundle.tsc_conversion
+    conversion = thread.tsc_conversion
     timed = options.time and decoded.has_timestamps
     entries = [
         EventEntry(events[k], shown_time(decoded.timestamp(events[k].index), conversion) if timed else None)

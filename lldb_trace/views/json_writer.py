@@ -11,7 +11,8 @@ thread's dump is a list; several threads' are a list of those.
 
 import json
 
-from .options import CALLS, EVENTS
+from .entries import ThreadDump
+from .options import CALLS, EVENTS, DumpOptions
 from .text_writer import event_name, gap_code
 
 
@@ -26,13 +27,13 @@ def _event_object(event):
 class JsonWriter:
     """JSON objects of each ThreadDump (``thread``), joined into one document (``document``)."""
 
-    def __init__(self, options):
+    def __init__(self, options: DumpOptions) -> None:
         self.options = options
 
-    def document(self, chunks):
+    def document(self, chunks: list[dict]) -> str:
         return json.dumps(chunks[0] if len(chunks) == 1 else chunks, indent=1)
 
-    def thread(self, dump):
+    def thread(self, dump: ThreadDump) -> dict:
         write = {EVENTS: self._events, CALLS: self._calls}.get(self.options.mode, self._instructions)
         return write(dump)
 

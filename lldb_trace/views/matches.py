@@ -1,9 +1,17 @@
 """``pt find``'s answer: the matching executions as rows a user can ``pt goto``, in text or JSON."""
 
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..history import Match
+    from ..symbolize import Symbolizer
 
 
-def match_entries(matches, symbolizer):
+def match_entries(matches: Iterable[Match], symbolizer: Symbolizer) -> list[dict]:
     """Plain data for each history.Match: index, timestamp, function, depth and where it is, and the PLT stub
     a call went through when it is named otherwise than the function it reached (an IFUNC's variant)."""
     entries = []
@@ -11,6 +19,7 @@ def match_entries(matches, symbolizer):
         location = symbolizer.locate(match.function) if match.function is not None else None
         stub = symbolizer.locate(match.stub) if match.stub is not None else None
         shown_stub = stub is not None and stub.stub and (location is None or stub.function != location.function)
+        via = stub.function_label if stub is not None and shown_stub else None
         entries.append(
             {
                 "index": match.index,
@@ -18,13 +27,13 @@ def match_entries(matches, symbolizer):
                 "function": location.function_label if location is not None else None,
                 "functionAddress": f"0x{match.function:x}" if match.function is not None else None,
                 "depth": match.depth,
-                "via": stub.function_label if shown_stub else None,
+                "via": via,
             }
         )
     return entries
 
 
-def matches_text(entries, what, more):
+def matches_text(entries: Sequence[dict], what: str, more: bool) -> str:
     """A table newest first; ``what`` names the search and the thread, ``more``: -c cut the list short."""
     if not entries:
         return f"No executions of {what}."
@@ -41,5 +50,5 @@ def matches_text(entries, what, more):
     return "\n".join(lines)
 
 
-def matches_json(entries):
+def matches_json(entries: Sequence[dict]) -> str:
     return json.dumps(entries, indent=1)

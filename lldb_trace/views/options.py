@@ -8,7 +8,9 @@ options themselves, with the dumps each applies to, are declared once in
 option_table.py, where both commands' parsers are built from.
 """
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import LldbTraceError
 from ..option_table import CALLS, DUMP_OPTIONS, EVENTS, INFO, INSTRUCTIONS
@@ -47,7 +49,7 @@ class DumpOptions:
     continuing: bool = False  # --continue: an empty window says "no more"
 
     @property
-    def entries_name(self):
+    def entries_name(self) -> str:
         """What the entries of this dump are called in text ("(no items)")."""
         return {INSTRUCTIONS: "items", EVENTS: "events", CALLS: "calls"}[self.mode]
 
@@ -58,7 +60,7 @@ _SHOWN = tuple(
 )
 
 
-def dump_options(given):
+def dump_options(given: Mapping[str, Any]) -> DumpOptions:
     """DumpOptions from ``given``: ``{long option: value}`` of the options given (flags: True); raises for misuse."""
     was_set = given.__contains__
     mode = dump_mode(was_set)
@@ -75,7 +77,7 @@ def dump_options(given):
     )
 
 
-def dump_mode(was_set):
+def dump_mode(was_set: Callable[[str], bool]) -> str:
     """The dump the options ask for; ``was_set(long option)`` tells which were given."""
     if was_set("instructions") and was_set("function-calls"):
         raise DumpOptionError("choose one of --instructions and --function-calls")
@@ -86,7 +88,7 @@ def dump_mode(was_set):
     return INSTRUCTIONS if was_set("instructions") else INFO
 
 
-def check_options(was_set, mode):
+def check_options(was_set: Callable[[str], bool], mode: str) -> None:
     """Raise for the first option given that does nothing in ``mode``."""
     for option in DUMP_OPTIONS:
         if option.applies_to and was_set(option.long) and mode not in option.applies_to:

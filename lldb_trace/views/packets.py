@@ -5,7 +5,9 @@ error after which decoding resumes at the next PSB); the text writer prints
 each as ``offset  name  field=value ...``.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from typing import Any
 
 from .. import libipt
 from ..decode.truncation import cut_at, packet_name
@@ -25,7 +27,7 @@ class PacketEntry:
     error: str | None = None
 
 
-def packet_entries(trace):
+def packet_entries(trace: bytes) -> Iterator[PacketEntry]:
     """Every packet after the first PSB; a decode error is an entry, and decoding resumes at the next PSB.
 
     So corrupt streams are listed as far as they can be.  A stream that ends
@@ -57,7 +59,7 @@ def packet_entries(trace):
             yield PacketEntry(offset, packet)
 
 
-def _value(value):
+def _value(value: object) -> str:
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, libipt.IpCompression | libipt.ExecMode):
@@ -67,7 +69,7 @@ def _value(value):
     return str(value)
 
 
-def describe(packet):
+def describe(packet: Any) -> str:
     """``name  field=value ...`` for one packet."""
     name = packet_name(packet.TYPE)
     if isinstance(packet, libipt.packets.Tnt8 | libipt.packets.Tnt64):
@@ -77,11 +79,11 @@ def describe(packet):
     return f"{name:<8} {values}".rstrip()
 
 
-def packet_line(entry):
+def packet_line(entry: PacketEntry) -> str:
     """The text of one entry: ``offset  packet`` or ``offset  error    text``."""
     return f"{entry.offset:#010x}  " + (describe(entry.packet) if entry.error is None else f"error    {entry.error}")
 
 
-def packet_lines(trace):
+def packet_lines(trace: bytes) -> Iterator[str]:
     """The listing's lines, one per entry (raises TruncatedStreamError after the last, for a cut stream)."""
     return map(packet_line, packet_entries(trace))

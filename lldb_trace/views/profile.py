@@ -7,10 +7,17 @@ row, and a totals line.  Time columns appear only when the trace has timing:
 field of the rows shown, the totals and the range.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..profile import Profile, ProfileRow
 
 
-def profile_text(profile, rows):
+def profile_text(profile: Profile, rows: Sequence[ProfileRow]) -> str:
     """The table of ``rows`` (some of ``profile.rows``, in the order to show)."""
     timing = f"times in {profile.time_unit}" if profile.time_unit else "no timing in this trace"
     lines = [
@@ -36,7 +43,7 @@ def profile_text(profile, rows):
     return "\n".join(lines)
 
 
-def profile_json(profile, rows, sort):
+def profile_json(profile: Profile, rows: Sequence[ProfileRow], sort: str) -> str:
     """The profile as one JSON object: totals, the range, the unit of time (null: no timing) and ``rows``."""
     document = {
         "thread": profile.tid,

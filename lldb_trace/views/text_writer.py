@@ -10,7 +10,8 @@ depth (below the shallowest call shown), ``module`function`` and its address,
 the stub it was called through where that says more, and its times.
 """
 
-from .options import CALLS, EVENTS, INSTRUCTIONS
+from .entries import ThreadDump
+from .options import CALLS, EVENTS, INSTRUCTIONS, DumpOptions
 
 KIND_WIDTH = 12  # LLDB pads the kind to this width ("cond jump   ")
 
@@ -44,13 +45,13 @@ _NOT_DECODED = "the trace before these is decoded when a command needs it, e.g. 
 class TextWriter:
     """Text of each ThreadDump (``thread``), joined into one document (``document``)."""
 
-    def __init__(self, options):
+    def __init__(self, options: DumpOptions) -> None:
         self.options = options
 
-    def document(self, chunks):
+    def document(self, chunks: list[str]) -> str:
         return "\n".join(chunks)
 
-    def thread(self, dump):
+    def thread(self, dump: ThreadDump) -> str:
         lines = [f"pid: '{dump.pid}', tid: '{dump.tid}'"]
         if not dump.has_trace:
             lines.append("  (no trace for this thread)")

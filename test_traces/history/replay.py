@@ -85,7 +85,7 @@ class Program:
         self.symbolizer = self.thread.symbolizer
 
     def history(self):
-        return ThreadHistory(self.thread.process_trace, self.thread.tid, self.symbolizer)
+        return ThreadHistory(self.thread)
 
     def locate(self, address):
         return self.symbolizer.locate(address)

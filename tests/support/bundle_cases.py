@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT
+from .paths import TRACES
 
-STATIC = ROOT / "test_traces" / "static"
+STATIC = TRACES / "static"
 TID = 5668
 EM_AARCH64 = 183
 

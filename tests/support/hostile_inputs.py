@@ -12,8 +12,9 @@ import shutil
 import struct
 from pathlib import Path
 
-from conftest import ROOT
 from elftools.elf.elffile import ELFFile
+
+from .paths import TRACES
 
 PSB = bytes.fromhex("0282") * 8
 PAGE = 4096
@@ -26,7 +27,7 @@ def copy_seed(name, folder):
     (their code then shows as gaps, which is all the same to a hostile input).
     """
     folder = Path(folder)
-    shutil.copytree(ROOT / "test_traces" / name, folder, dirs_exist_ok=True)
+    shutil.copytree(TRACES / name, folder, dirs_exist_ok=True)
     bundle = folder / "trace.json"
 
     def bundled_modules_only(document):

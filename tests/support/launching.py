@@ -7,7 +7,7 @@ from pathlib import Path
 import lldb
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from .paths import SOURCES
 
 
 def debugserver():
@@ -32,5 +32,5 @@ def launchable(tmp_path, monkeypatch, source, *flags, directory=None):
     monkeypatch.setenv("LLDB_DEBUGSERVER_PATH", server)
     binary = (directory or tmp_path) / Path(source).stem
     binary.parent.mkdir(exist_ok=True)
-    subprocess.run(["gcc", "-g", *flags, "-o", str(binary), str(ROOT / "test_traces" / "src" / source)], check=True)
+    subprocess.run(["gcc", "-g", *flags, "-o", str(binary), str(SOURCES / source)], check=True)
     return binary

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "test_traces" / "src" / "libcalls.c"
+from .paths import SOURCES
+
+SOURCE = SOURCES / "libcalls.c"
 ROUNDS = 3
 # What runs as main's callees in each round: (module glob, glob of the function that runs, the module whose
 # PLT stub led there, the stub's name).  zlib's crc32 and adler32 end in a tail call, through libz's own PLT, of

@@ -22,14 +22,12 @@ u64, 2**31, 2**63, the original plus or minus one...) or at random.
 same mutants, so a failure is reproduced by its number.
 """
 
-import importlib.util
 import random
 import struct
-from pathlib import Path
 
+from . import trace_scripts
 from .perf_layout import AUXTRACE, HEADER, PerfLayout, Record
 
-ROOT = Path(__file__).resolve().parents[2]
 AUXTRACE_INFO, AUX, MMAP2 = 70, 11, 10
 MMAP2_NAME = 8 + 64  # where an MMAP2 record's file name starts
 AUX_TRUNCATED = 1
@@ -390,17 +388,9 @@ def mutants(seeds, count, seed=0, first=0):
 
 def seed_files(folder):
     """``{case: bytes}``: the perf.data of each committed case whose binaries are this machine's (cases.py)."""
-    cases = _load("perf_cases", ROOT / "test_traces" / "perf" / "cases.py")
-    scenarios = _load("perf_scenarios", ROOT / "test_traces" / "scenarios.py")
+    cases, scenarios = trace_scripts.cases, trace_scripts.scenarios
     return {
         case: cases.make(case, folder).read_bytes()
         for case in cases.CASES
         if scenarios.modules_match(cases.source_bundle(case))
     }
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from lldb_trace import libipt
+from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.elf_info import ElfInfo
 
 
@@ -100,3 +101,26 @@ def blocks_tile(blocks_items, addresses):
         if addresses[position - 1] != block.end_ip:
             return False
     return position == len(addresses)
+
+
+def threads_of(bundle_path):
+    """The tids of the bundle's first process."""
+    bundle = json.loads(Path(bundle_path).read_text())
+    return [thread["tid"] for thread in bundle["processes"][0]["threads"]]
+
+
+def truth_of(bundle_path, tid):
+    """What the recorder single-stepped in thread ``tid`` (the bundle's ground_truth/ folder)."""
+    return GroundTruth.read(Path(bundle_path).parent / "ground_truth" / f"{tid}.txt")
+
+
+def check_exact(bundle_path):
+    """Both libipt decoders reproduce every thread's ground truth, gaps only where expected."""
+    for tid in threads_of(bundle_path):
+        truth = truth_of(bundle_path, tid)
+        expected = truth.decodable_segments()
+        items = decode_thread(bundle_path, tid)
+        assert segments_of(items) == expected, f"thread {tid}"
+        blocks = decode_thread(bundle_path, tid, libipt.BlockDecoder)
+        assert blocks_tile(blocks, [a for segment in expected for a in segment])
+        yield tid, truth, items

@@ -57,9 +57,7 @@ def _thread(thread):
         lambda: thread.walk(on_call=_ignore, on_return=_ignore, on_gap=_ignore, functions=["main"]).events
     )
     for by in GROUPINGS:
-        done[f"profile {by}"] = _step(
-            lambda by=by: len(profile(thread.process_trace, thread.tid, thread.symbolizer, by=by).rows)
-        )
+        done[f"profile {by}"] = _step(lambda by=by: len(profile(thread, by=by).rows))
     return done
 
 
