@@ -44,8 +44,8 @@ done = time.perf_counter()
 print(json.dumps({
     "instructions": decoded.instruction_count, "items": decoded.item_count, "errors": decoded.error_count,
     "decode_seconds": decoded_at - started, "forest_seconds": done - decoded_at, "total_seconds": done - started,
-    "calls": len(forest), "memory_bytes": decoded.memory_bytes,
-    "bytes_per_instruction": decoded.memory_bytes / max(1, decoded.instruction_count),
+    "calls": len(forest), "storage_bytes": decoded.storage_bytes,
+    "bytes_per_instruction": decoded.storage_bytes / max(1, decoded.instruction_count),
 }))
 """
 

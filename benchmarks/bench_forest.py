@@ -26,7 +26,7 @@ def main(path):
     print(
         f"{decoded.instruction_count:,} instructions, {len(forest):,} calls: decode {decode:.2f} s, "
         f"call forest {build:.2f} s ({build / decode:.2f} of the decode), "
-        f"{forest.memory_bytes / len(forest):.1f} bytes per call; "
+        f"{forest.storage_bytes / len(forest):.1f} bytes per call; "
         f"peak RSS {decoded_mb:.0f} MB decoded, {peak_mb():.0f} MB with the forest"
     )
 

@@ -118,7 +118,7 @@ started = time.perf_counter()
 decoded = trace.decoded(trace.tids[0])
 seconds = time.perf_counter() - started
 print(json.dumps({"instructions": decoded.instruction_count, "errors": decoded.error_count,
-                  "seconds": seconds, "memory_bytes": decoded.memory_bytes}))
+                  "seconds": seconds, "storage_bytes": decoded.storage_bytes}))
 """
 
 
@@ -162,7 +162,7 @@ def report(bundle, answers, sizes, throughput):
     for workers, case in throughput.items():
         lines.append(
             f"| {workers} worker process(es) | {case['instructions']:,} | {case['seconds']:.1f} |"
-            f" {case['rate'] / 1e6:.1f} | {case['memory_bytes'] / 2**20:.0f} MB | {case['max_rss_mb']:.0f} MB |"
+            f" {case['rate'] / 1e6:.1f} | {case['storage_bytes'] / 2**20:.0f} MB | {case['max_rss_mb']:.0f} MB |"
         )
     return "\n".join(lines)
 

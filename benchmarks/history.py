@@ -112,14 +112,14 @@ class Session:
         """Run ``command`` (timed, and profiled with ``profile``); ``required``: a failure ends the run."""
         result = self.lldb.SBCommandReturnObject()
         self._measure(label or command, command, lambda: self.interpreter.HandleCommand(command, result))
-        entry = self.log[-1]
-        entry["ok"] = result.Succeeded()
+        logged = self.log[-1]
+        logged["ok"] = result.Succeeded()
         output = (result.GetOutput() or "") + (result.GetError() or "")
-        entry["output_lines"] = output.count("\n")
-        entry["output"] = output if len(output) < 4000 else f"{output[:2000]}\n...\n{output[-2000:]}"
-        if required and not entry["ok"]:
-            raise SystemExit(f"'{command}' failed: {entry['output'].strip()}")
-        return entry
+        logged["output_lines"] = output.count("\n")
+        logged["output"] = output if len(output) < 4000 else f"{output[:2000]}\n...\n{output[-2000:]}"
+        if required and not logged["ok"]:
+            raise SystemExit(f"'{command}' failed: {logged['output'].strip()}")
+        return logged
 
     def timed(self, label, function):
         """Time a Python call (the API) like a command."""
@@ -131,11 +131,11 @@ class Session:
         profiler = cProfile.Profile() if self.profile else None
         started = time.perf_counter()
         value = profiler.runcall(function) if profiler else function()
-        entry = {"label": label, "command": command, "seconds": time.perf_counter() - started}
-        print(f"{entry['seconds']:9.3f} s  {command}", file=sys.stderr, flush=True)  # progress, on stderr
+        logged = {"label": label, "command": command, "seconds": time.perf_counter() - started}
+        print(f"{logged['seconds']:9.3f} s  {command}", file=sys.stderr, flush=True)  # progress, on stderr
         if profiler:
-            entry["profile"] = _top_functions(profiler)
-        self.log.append(entry)
+            logged["profile"] = _top_functions(profiler)
+        self.log.append(logged)
         return value
 
 
@@ -236,10 +236,10 @@ def run_api(session, bundle):
 
 def _load(session, bundle):
     """``trace load``, checked by its result: routed to ``pt load`` in lldb-22, it reports no status of its own."""
-    entry = session.run(f'trace load "{bundle / "trace.json"}"', LOAD)
-    entry["ok"] = session.debugger.GetSelectedTarget().GetProcess().IsValid()
-    if not entry["ok"]:
-        raise SystemExit(f"trace load {bundle} failed: {entry['output'].strip()}")
+    logged = session.run(f'trace load "{bundle / "trace.json"}"', LOAD)
+    logged["ok"] = session.debugger.GetSelectedTarget().GetProcess().IsValid()
+    if not logged["ok"]:
+        raise SystemExit(f"trace load {bundle} failed: {logged['output'].strip()}")
 
 
 def _rss_mb():
@@ -289,9 +289,9 @@ def run_child(python, kind, bundle, positions=(), profile=False):
 
 def _cell(result, label, budget=None):
     """Median / slowest of the successful runs of ``label``; how many were refused (an error, as GDB's)."""
-    entries = [entry for entry in result["log"] if entry["label"] == label]
-    seconds = [entry["seconds"] for entry in entries if entry["ok"]]
-    refused = f" ({len(entries) - len(seconds)} refused)" if len(seconds) < len(entries) else ""
+    runs = [run for run in result["log"] if run["label"] == label]
+    seconds = [run["seconds"] for run in runs if run["ok"]]
+    refused = f" ({len(runs) - len(seconds)} refused)" if len(seconds) < len(runs) else ""
     if not seconds:
         return refused.strip()
     worst = max(seconds)
@@ -330,24 +330,24 @@ def report(columns):
 def stops(result):
     """Where each movement of one column went, and what each search found: what the numbers are numbers of."""
     lines = ["| command | ms | where it stopped, or what it found |", "| --- | ---: | --- |"]
-    for entry in result["log"]:
-        if entry["label"] == "setup" or entry["command"] == "bt":
+    for logged in result["log"]:
+        if logged["label"] == "setup" or logged["command"] == "bt":
             continue
-        output = entry["output"].strip()
+        output = logged["output"].strip()
         frame = re.search(r"frame #0: 0x[0-9a-f]+ ([^\s(]+)", output)
         position = re.search(r"Position: ([^\n]*)\.", output)
         listed = re.findall(r"^ *(\d+) +(\d+) +(\S+)$", output, re.M)
-        if not entry["ok"]:
+        if not logged["ok"]:
             where = output.splitlines()[-1] if output else "error"
         elif position:
             where = f"{frame.group(1) if frame else ''} {position.group(1)}"
         elif listed:
             newest = f"the newest at item {listed[0][0]} (depth {listed[0][1]}, {listed[0][2]})"
-            where = f"{entry['output_lines']:,} lines, {newest}"
+            where = f"{logged['output_lines']:,} lines, {newest}"
         else:
             where = output.splitlines()[0][:100] if output else ""
-        command = entry["command"] if "`" in entry["command"] else f"`{entry['command']}`"
-        lines.append(f"| {command} | {entry['seconds'] * 1000:,.0f} | {where} |")
+        command = logged["command"] if "`" in logged["command"] else f"`{logged['command']}`"
+        lines.append(f"| {command} | {logged['seconds'] * 1000:,.0f} | {where} |")
     return "\n".join(lines)
 
 
@@ -355,11 +355,11 @@ def profiles(result):
     """cProfile's top functions for the first decode, the listing of every call and each command over its budget."""
     budgets = {**{label: budget for label, budget in ROWS if budget}, LOAD: 0, FIND_ALL: 0}
     parts = []
-    for entry in result["log"]:
-        budget = budgets.get(entry["label"])
-        if budget is not None and entry["seconds"] > budget and entry.get("profile"):
-            command = entry["command"] if "`" in entry["command"] else f"`{entry['command']}`"
-            parts.append(f"### {command}: {entry['seconds']:.3f} s\n\n```\n{entry['profile'].strip()}\n```")
+    for logged in result["log"]:
+        budget = budgets.get(logged["label"])
+        if budget is not None and logged["seconds"] > budget and logged.get("profile"):
+            command = logged["command"] if "`" in logged["command"] else f"`{logged['command']}`"
+            parts.append(f"### {command}: {logged['seconds']:.3f} s\n\n```\n{logged['profile'].strip()}\n```")
     return "\n\n".join(parts) or "(no command over its budget)"
 
 

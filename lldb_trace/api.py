@@ -183,7 +183,7 @@ def open_bundle(path: str | Path, disassembly_flavor: str = "att", binaries: Bin
     """
     bundle = load_trace(path, binaries)
     processes = [ProcessTrace(bundle, process) for process in bundle.processes]
-    symbolizers = [ElfSymbolizer(p.process.modules, p.memory, disassembly_flavor) for p in processes]
+    symbolizers = [ElfSymbolizer(p.process.modules, p.module_bytes, disassembly_flavor) for p in processes]
     return Trace(bundle, processes, symbolizers)
 
 
@@ -204,5 +204,5 @@ def of_target(target: Any) -> Trace:
         raise TargetWithoutTraceError(
             f"{name} has no trace: load one with 'trace load BUNDLE', or trace the process with 'pt start'"
         )
-    symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
+    symbolizer = LldbSymbolizer(target, process_trace.module_bytes, disassembly_flavor(target.GetDebugger()))
     return Trace(process_trace.bundle, [process_trace], [symbolizer])

@@ -1,4 +1,4 @@
-"""``lldb-trace``: the command-line entry point for work outside an LLDB session."""
+"""``lldb-trace``: the command-line entry point for work outside LLDB."""
 
 import argparse
 import signal

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import memory, progress
+from . import malloc_tuning, progress
 from .decode import decode_thread_trace
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
@@ -32,8 +32,8 @@ from .sources import AuxStreamSource, FileSource, PerCpuSource, TraceBytes, Trac
 
 if TYPE_CHECKING:
     from .bundle.model import Bundle, Process, Thread, ThreadStop
-    from .decode.code_memory import CodeMemory
     from .decode.expand import BlockExpander
+    from .decode.module_bytes import ModuleBytes
     from .libipt import Cpu, Image
     from .symbolize import Symbolizer
     from .symbolize.function_ranges import FunctionRanges
@@ -73,9 +73,9 @@ class ProcessTrace:
         self.source: TraceSource = source or _bundle_source(bundle, process, self.tids)
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
-        memory.return_freed_memory()  # decoded arrays of tens of MB come and go
+        malloc_tuning.return_freed_memory()  # decoded arrays of tens of MB come and go
         self.code = process_code(process.modules)  # shared with the processes that load the same modules
-        self.memory: CodeMemory = self.code.memory
+        self.module_bytes: ModuleBytes = self.code.module_bytes
         self.expander: BlockExpander = self.code.expander
         self._decoded: dict[int, DecodedThread] = {}
         self._tails: dict[int, TraceTail] = {}

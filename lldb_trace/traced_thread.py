@@ -19,10 +19,10 @@ from .errors import LldbTraceError
 if TYPE_CHECKING:
     from .bundle.model import Bundle, Thread, ThreadStop, TscConversion
     from .decode.call_forest import CallForest
-    from .decode.code_memory import CodeMemory
     from .decode.cursor import TraceCursor
     from .decode.decoded_thread import DecodedThread
     from .decode.expand import BlockExpander
+    from .decode.module_bytes import ModuleBytes
     from .decode.tail import TraceTail
     from .process_trace import ProcessTrace, TraceEnd
     from .symbolize import Symbolizer
@@ -106,9 +106,9 @@ class TracedThread:
         return self.process_trace.bundle.tsc_conversion
 
     @property
-    def memory(self) -> CodeMemory:
+    def module_bytes(self) -> ModuleBytes:
         """The process's code, read at run-time addresses."""
-        return self.process_trace.memory
+        return self.process_trace.module_bytes
 
     @property
     def expander(self) -> BlockExpander:

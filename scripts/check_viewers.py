@@ -162,7 +162,7 @@ def check_all(checks, options, url, files, served):
     trace.ParseFromString(files["perfetto"].read_bytes())
     names, begun, ended = {}, Counter(), 0
     for packet in trace.packet:
-        names.update({entry.iid: entry.name for entry in packet.interned_data.event_names})
+        names.update({interned.iid: interned.name for interned in packet.interned_data.event_names})
         if packet.track_event.type == packet.track_event.TYPE_SLICE_BEGIN:
             begun[names[packet.track_event.name_iid]] += 1
         ended += packet.track_event.type == packet.track_event.TYPE_SLICE_END

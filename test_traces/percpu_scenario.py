@@ -362,12 +362,12 @@ def spread(per_thread_bundle, outdir, insert_psb=True, seed=SEED, ground_truth=N
     for owned in ("cpus", "modules", "ground_truth"):
         shutil.rmtree(outdir / owned, ignore_errors=True)
     (outdir / "cpus").mkdir(parents=True)
-    entries = []
+    listed_cpus = []
     for cpu in cpus:
         trace, switches = f"cpus/{cpu.cpu}.intelpt_trace", f"cpus/{cpu.cpu}.perf_context_switch_trace"
         (outdir / trace).write_bytes(bytes(cpu.stream))
         (outdir / switches).write_bytes(b"".join(cpu.records))
-        entries.append({"id": cpu.cpu, "iptTrace": trace, "contextSwitchTrace": switches})
+        listed_cpus.append({"id": cpu.cpu, "iptTrace": trace, "contextSwitchTrace": switches})
     shutil.copytree(Path(ground_truth or source_dir / "ground_truth"), outdir / "ground_truth")
     modules = [dict(module) for module in process["modules"]]
     for module in modules:
@@ -387,7 +387,7 @@ def spread(per_thread_bundle, outdir, insert_psb=True, seed=SEED, ground_truth=N
                 "modules": modules,
             }
         ],
-        "cpus": entries,
+        "cpus": listed_cpus,
         "tscPerfZeroConversion": {"timeMult": TIME_MULT, "timeShift": TIME_SHIFT, "timeZero": conversion.time_zero},
     }
     path = outdir / "trace.json"

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE.parent))
 from lldb_trace import libipt  # noqa: E402
 from lldb_trace.capture.encoder.ground_truth import GroundTruth  # noqa: E402
 from lldb_trace.capture.encoder.thread_recorder import RecorderOptions, ThreadRecorder  # noqa: E402
-from lldb_trace.decode import CodeMemory, process_image  # noqa: E402
+from lldb_trace.decode import ModuleBytes, process_image  # noqa: E402
 from lldb_trace.trace_files import load_trace  # noqa: E402
 from lldb_trace.x86.instructions import Classifier, Transfer  # noqa: E402
 
@@ -56,11 +56,11 @@ class CaseError(Exception):
     """The source bundle cannot be replayed into a case."""
 
 
-def branch_kind(memory, address):
+def branch_kind(module_bytes, address):
     """The branch at ``address``: conditional, return, indirect-call, indirect-jump; None for any other."""
     cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     cs.detail = True
-    insn = next(cs.disasm(memory.read(address, 15), address, 1), None)
+    insn = next(cs.disasm(module_bytes.read(address, 15), address, 1), None)
     if insn is None:
         return None
     groups = set(insn.groups)
@@ -79,9 +79,9 @@ def branch_kind(memory, address):
 class _Replay:
     """One thread's ground truth replayed through a ThreadRecorder, with PSBs forced by ``case``."""
 
-    def __init__(self, truth, memory, case):
-        self.truth, self.memory, self.case = truth, memory, case
-        self.classifier = Classifier(memory.read)
+    def __init__(self, truth, module_bytes, case):
+        self.truth, self.module_bytes, self.case = truth, module_bytes, case
+        self.classifier = Classifier(module_bytes.read)
         self.recorder = ThreadRecorder(0, truth.addresses[0], self.classifier, RecorderOptions(psb_period=NEVER))
         self.forced = []  # (stream offset, instruction index, kind)
         self._last_forced = -SPACING
@@ -130,7 +130,7 @@ class _Replay:
         if index - self._last_forced < SPACING or recorder._overflow_state != "off":
             return
         if self.case == "before-branch" and insn.transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT):
-            kind = branch_kind(self.memory, address)
+            kind = branch_kind(self.module_bytes, address)
             # Every kind, a few times each, spread over the whole run.
             if kind and self._kinds_seen.get(kind, 0) < 12:
                 self._kinds_seen[kind] = self._kinds_seen.get(kind, 0) + 1
@@ -173,8 +173,8 @@ def make_case(source, case, outdir, tid=None):
     process = bundle.processes[0]
     tid = process.threads[0].tid if tid is None else tid
     truth = GroundTruth.read(source / "ground_truth" / f"{tid}.txt")
-    memory = CodeMemory(process.modules)
-    replay = _Replay(truth, memory, case)
+    module_bytes = ModuleBytes(process.modules)
+    replay = _Replay(truth, module_bytes, case)
     stream = replay.run()
     cpu = libipt.Cpu(bundle.cpu.family, bundle.cpu.model, bundle.cpu.stepping)
     image = process_image(process)

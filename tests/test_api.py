@@ -61,7 +61,7 @@ def test_the_elf_symbolizer_answers_as_lldb_does(session, libcalls):
     for bundle in bundles:
         session.ok(f"pt load {bundle}")
         process_trace = api.of_target(session.target).processes[0]
-        from_lldb = LldbSymbolizer(session.target, process_trace.memory)
+        from_lldb = LldbSymbolizer(session.target, process_trace.module_bytes)
         from_elf = api.open_bundle(bundle).threads[0].symbolizer
         addresses = executed(bundle)
         differing = [hex(a) for a in addresses if from_elf.locate(a) != from_lldb.locate(a)]

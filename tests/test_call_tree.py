@@ -148,17 +148,17 @@ def test_calls_print_in_execution_order_and_newest_first_on_request(session, thr
 def test_module_and_function_filters_are_globs(session, thread):
     libm = json.loads(session.ok("pt dump -C --all --json --module libm.so*"))
     in_libm = [call for call in thread.call_forest().calls() if thread.locate(call.address).module == "libm.so.6"]
-    assert [entry["id"] for entry in libm] == [call.entered for call in in_libm] and len(libm) >= 6
-    assert [entry["firstId"] for entry in libm] == [call.first for call in in_libm]
+    assert [shown["id"] for shown in libm] == [call.entered for call in in_libm] and len(libm) >= 6
+    assert [shown["firstId"] for shown in libm] == [call.first for call in in_libm]
     strings = json.loads(session.ok("pt dump -C --all --json --function str*"))
-    assert {entry["symbol"] for entry in strings} >= {"strcmp"}
-    via_strlen = [entry for entry in strings if entry["stub"] and entry["stub"]["symbol"] == "symbol stub for: strlen"]
-    assert len(via_strlen) == 3 and all(entry["module"] == "libc.so.6" for entry in via_strlen)
+    assert {shown["symbol"] for shown in strings} >= {"strcmp"}
+    via_strlen = [shown for shown in strings if shown["stub"] and shown["stub"]["symbol"] == "symbol stub for: strlen"]
+    assert len(via_strlen) == 3 and all(shown["module"] == "libc.so.6" for shown in via_strlen)
     assert "(no calls)" in session.ok("pt dump -C --module no-such-module")
 
 
 def ids(session, command):
-    return [entry["id"] for entry in json.loads(session.ok(command + " --json"))]
+    return [shown["id"] for shown in json.loads(session.ok(command + " --json"))]
 
 
 def test_count_offset_forwards_id_and_enter(session, thread):
@@ -185,7 +185,7 @@ def test_count_offset_forwards_id_and_enter(session, thread):
         interpreter.HandleCommand(command, lldb.SBCommandReturnObject(), True)
         again = lldb.SBCommandReturnObject()
         interpreter.HandleCommand("", again, True)  # what pressing Enter sends
-        assert [entry["id"] for entry in json.loads(again.GetOutput())] == expected
+        assert [shown["id"] for shown in json.loads(again.GetOutput())] == expected
 
 
 @pytest.mark.skipif(shutil.which("lldb-22") is None, reason="Debian's lldb-22 is not installed")
@@ -214,7 +214,7 @@ def test_same_order_as_native_lldb_22(libcalls, session, tmp_path):
 
     theirs = [a for tree in json.loads((tmp_path / "calls.json").read_text()) for a in called(tree)]
     dumped = json.loads(session.ok("pt dump -C --all --json"))
-    ours = [int((entry["stub"] or entry)["loadAddress"], 16) for entry in dumped if entry["id"] > 0]
+    ours = [int((shown["stub"] or shown)["loadAddress"], 16) for shown in dumped if shown["id"] > 0]
     shared = [a for a in ours if a in set(theirs)]  # native misses calls between unsymbolized functions
     assert len(shared) >= 0.9 * len(ours)
     remaining = iter(theirs)

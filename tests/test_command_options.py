@@ -135,7 +135,7 @@ def test_kind_is_what_native_lldb_22_shows(loaded):
 
 def test_only_events_lists_the_events_of_the_instruction_dump(loaded):
     everything = json.loads(loaded.ok("pt dump -i --all --forwards --events --json"))
-    expected = [entry for entry in everything if "event" in entry]
+    expected = [shown for shown in everything if "event" in shown]
     assert len(expected) > 2
     only_events = json.loads(loaded.ok("pt dump -E --all --forwards --json"))
     assert only_events == [*expected, {"id": 1182, "event": "disabled"}]  # and the one after the last item

@@ -28,7 +28,7 @@ from support.scenario_decoding import (
 from support.trace_scripts import scenarios
 
 from lldb_trace import libipt
-from lldb_trace.decode import CodeMemory
+from lldb_trace.decode import ModuleBytes
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import Gap
 from lldb_trace.libipt import ErrorCode, EventType
@@ -127,11 +127,11 @@ def test_crash_ends_at_the_faulting_instruction(scenario):
 def test_missing_module_gaps_are_exactly_where_execution_entered_it(scenario):
     opened = scenario("missing-module")
     assert scenarios.BY_NAME["missing-module"].missing_module == "libc.so.6"
-    memory = CodeMemory(opened.trace.process.modules)
+    module_bytes = ModuleBytes(opened.trace.process.modules)
     assert not any(Path(m.system_path).name == "libc.so.6" for m in opened.trace.process.modules)
 
     def in_missing_module(address):
-        return memory.segment_at(address) is None
+        return module_bytes.segment_at(address) is None
 
     [tid] = opened.tids
     truth = list(opened.truth(tid).addresses)
@@ -252,7 +252,7 @@ def test_timestamp_ticks_are_the_same_events_in_pieces_as_in_one_pass(scenario):
     assert ticks(opened.pieces(tid, len(trace))) == whole
 
 
-# -- 4. memory ----------------------------------------------------------------------------------------
+# -- 4. storage size ----------------------------------------------------------------------------------
 
 COMPACT = ["basic", "static", "threads", "timestamps", "overflow", "crash", "missing-module", "percpu", "snapshot"]
 
@@ -270,7 +270,7 @@ def test_decoded_storage_is_compact(scenario, name):
         decoded = opened.trace.decoded(tid)
         assert decoded.instruction_count > 1000
         limit = 2.5 if name == "snapshot" else 2
-        assert decoded.memory_bytes / decoded.instruction_count <= limit, f"thread {tid}"
+        assert decoded.storage_bytes / decoded.instruction_count <= limit, f"thread {tid}"
 
 
 @pytest.fixture(scope="session")
@@ -289,5 +289,5 @@ def test_a_long_loop_decodes_exactly_in_well_under_a_byte_per_instruction(millio
     [tid] = opened.tids
     decoded = opened.trace.decoded(tid)
     assert decoded.instruction_count > 100_000
-    assert decoded.memory_bytes / decoded.instruction_count <= 1
+    assert decoded.storage_bytes / decoded.instruction_count <= 1
     assert addresses(decoded, opened.trace.expander) == opened.expected(tid)

@@ -105,7 +105,7 @@ def check_well_formed(decoded, expander, seed=0):
             assert item.index == index and (item.gap or item.address) == forwards[index][1]
         assert decoded.timestamp(count - 1) is None or decoded.timestamp(count - 1) >= 0
     assert decoded.end_ip is None or isinstance(decoded.end_ip, int)
-    assert decoded.memory_bytes >= 0
+    assert decoded.storage_bytes >= 0
 
 
 def check_both_ways(basic, data):

@@ -226,13 +226,13 @@ def test_find_lists_executions_newest_first(session):
     thread = loaded(session, HISTORY / "recursion")
     expected = thread.find(function="fact")
     listed = json.loads(session.ok("pt find --function fact -c 0 --json"))
-    assert [(entry["index"], entry["depth"]) for entry in listed] == [(m.index, m.depth) for m in expected]
-    assert [entry["index"] for entry in listed] == sorted((entry["index"] for entry in listed), reverse=True)
-    assert {entry["function"] for entry in listed} == {"recursion`fact"} and len(listed) == 8
+    assert [(match["index"], match["depth"]) for match in listed] == [(m.index, m.depth) for m in expected]
+    assert [match["index"] for match in listed] == sorted((match["index"] for match in listed), reverse=True)
+    assert {match["function"] for match in listed} == {"recursion`fact"} and len(listed) == 8
     text = session.ok("pt find -f fact -c 2")
     assert "newest first" in text and "... and more" in text and f"{expected[0].index}      {expected[0].depth}" in text
     by_line = json.loads(session.ok("pt find --line recursion.c:13 -c 0 --json"))
-    assert [entry["index"] for entry in by_line] == [m.index for m in thread.find(line=("recursion.c", 13))]
+    assert [match["index"] for match in by_line] == [m.index for m in thread.find(line=("recursion.c", 13))]
     by_address = json.loads(session.ok(f"pt find --address {hex(thread.item(by_line[0]['index']).address)} --json"))
     assert by_address[0]["index"] == by_line[0]["index"]
     output = session.ok(f"pt goto {listed[-1]['index']}")
@@ -257,8 +257,8 @@ def test_find_a_function_skips_copies_of_it_inlined_elsewhere(session):
         pytest.skip("this machine's libraries are not the ones the committed trace ran")
     thread = loaded(session, basic)
     listed = json.loads(session.ok("pt find --function malloc -c 0 --json"))
-    assert {entry["function"] for entry in listed} == {"libc.so.6`__libc_malloc"}
-    assert [entry["index"] for entry in listed] == [m.index for m in thread.find(function="malloc")]
+    assert {match["function"] for match in listed} == {"libc.so.6`__libc_malloc"}
+    assert [match["index"] for match in listed] == [m.index for m in thread.find(function="malloc")]
 
 
 def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):

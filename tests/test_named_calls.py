@@ -90,13 +90,13 @@ def test_find_takes_globs_and_survives_addresses_no_trace_can_hold(thread):
 def test_the_dump_lists_the_same_calls_at_the_same_indices(session, thread):
     for name in IFUNCS:
         listed = json.loads(session.ok(f"pt dump --function-calls --all --json --function {name}"))
-        assert [entry["id"] for entry in listed][::-1] == [m.index for m in thread.find(function=name)]
-        through = [entry for entry in listed if entry["stub"]]  # ld.so also calls a memcpy of its own
-        assert len(through) == 3 and all(entry["firstId"] < entry["id"] for entry in through)
-        assert {entry["stub"]["symbol"] for entry in through} == {f"symbol stub for: {name}"}
+        assert [shown["id"] for shown in listed][::-1] == [m.index for m in thread.find(function=name)]
+        through = [shown for shown in listed if shown["stub"]]  # ld.so also calls a memcpy of its own
+        assert len(through) == 3 and all(shown["firstId"] < shown["id"] for shown in through)
+        assert {shown["stub"]["symbol"] for shown in through} == {f"symbol stub for: {name}"}
         found = json.loads(session.ok(f"pt find --function {name} -c 0 --json"))
-        assert [entry["index"] for entry in found] == [m.index for m in thread.find(function=name)]
-        assert [entry["via"] for entry in found if entry["via"]] == [f"libcalls`symbol stub for: {name}"] * 3
+        assert [match["index"] for match in found] == [m.index for m in thread.find(function=name)]
+        assert [match["via"] for match in found if match["via"]] == [f"libcalls`symbol stub for: {name}"] * 3
     everything = session.ok("pt dump --function-calls --all")
     assert re.search(rf"\[{resolver_run(thread, 'strlen').first}\] +libc\.so\.6`strlen \(IFUNC resolver\)", everything)
 

@@ -198,10 +198,10 @@ def test_binaries_are_found_by_search_path_sysroot_and_build_id_cache(moved, tmp
     shutil.copy(binary, root / recorded.lstrip("/"))
     assert load_perf_data(path, BinarySearch(sysroots=(root,))).processes[0].modules
     cache = tmp_path / "cache"
-    entry = cache / ".build-id" / build_id[:2] / build_id[2:]
-    entry.mkdir(parents=True)
-    shutil.copy(binary, entry / "elf")
-    assert load_perf_data(path, BinarySearch(cache=cache)).processes[0].modules[0].path == entry / "elf"
+    by_id = cache / ".build-id" / build_id[:2] / build_id[2:]
+    by_id.mkdir(parents=True)
+    shutil.copy(binary, by_id / "elf")
+    assert load_perf_data(path, BinarySearch(cache=cache)).processes[0].modules[0].path == by_id / "elf"
 
 
 def test_a_binary_with_another_build_id_is_passed_over(moved):

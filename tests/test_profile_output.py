@@ -82,8 +82,8 @@ def test_bad_input_is_one_line(tmp_path):
         profile(thread).sorted_rows("size")
     document = json.loads((TRACES / "static" / "trace.json").read_text())
     process = document["processes"][0]
-    for entry in process["threads"]:
-        entry["iptTrace"] = str(TRACES / "static" / entry["iptTrace"])
+    for listed in process["threads"]:
+        listed["iptTrace"] = str(TRACES / "static" / listed["iptTrace"])
     for module in process["modules"]:
         module["file"] = str(TRACES / "static" / module["file"])
     process["threads"].append({"tid": 99999})

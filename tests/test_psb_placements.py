@@ -18,7 +18,7 @@ from support.trace_scripts import psb_cases, scenarios
 
 from lldb_trace import libipt
 from lldb_trace.capture.ptrace_recorder.recording import RecordOptions
-from lldb_trace.decode import CodeMemory
+from lldb_trace.decode import ModuleBytes
 from lldb_trace.decode.parallel import psb_offsets
 from lldb_trace.libipt import packets as pkt
 from lldb_trace.x86.instructions import Classifier, Transfer
@@ -140,7 +140,7 @@ def test_native_lldb_doubles_the_syscall_before_a_reenable_followed_by_a_psb(psb
     assert not [item for item in items if isinstance(item, str)]
     doubled = doubled_positions(items, truth)
     assert doubled == [psb["index"] for psb in opened.psbs]  # one repeat at each PSB after a re-enable
-    classify = Classifier(CodeMemory(opened.trace.process.modules).read)
+    classify = Classifier(ModuleBytes(opened.trace.process.modules).read)
     assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)  # the syscall that disabled
     assert addresses(opened.trace.decoded(tid), opened.trace.expander) == truth
     assert addresses(opened.pieces(tid, len(opened.trace.trace_bytes(tid))), opened.trace.expander) == truth
@@ -207,5 +207,5 @@ def test_native_lldb_doubles_an_instruction_in_the_recorders_own_stream(small_ps
     items = native_items(opened.folder / "trace.json", len(truth) + 1000)
     doubled = doubled_positions(items, truth)
     assert len(doubled) == reenable_psbs(opened.trace.trace_bytes(tid)) > 0
-    classify = Classifier(CodeMemory(opened.trace.process.modules).read)
+    classify = Classifier(ModuleBytes(opened.trace.process.modules).read)
     assert all(classify[truth[index - 1]].transfer == Transfer.FAR for index in doubled)

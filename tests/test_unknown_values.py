@@ -32,12 +32,12 @@ UNKNOWN_HEAP = f"memory at {HEAP:#x} is not known at this position: a trace reco
 
 
 def test_only_read_only_segments_are_served():
-    memory = api.open_bundle(CRASH).threads[0].process_trace.memory
-    assert memory.read(POINTER, 8) == bytes(8)  # the decoder's view: the file's bytes, .bss as zeros
-    assert memory.read_unchanging(POINTER, 8) == b""  # what a debugger may show at a position: nothing
-    assert memory.read_unchanging(STRING, 14) == b"about to crash"
-    assert memory.first_writable(POINTER - 64, POINTER + 8) == POINTER - 64  # the writable segment holds all that
-    assert memory.first_writable(STRING, STRING + 14) is None
+    module_bytes = api.open_bundle(CRASH).threads[0].process_trace.module_bytes
+    assert module_bytes.read(POINTER, 8) == bytes(8)  # the decoder's view: the file's bytes, .bss as zeros
+    assert module_bytes.read_unchanging(POINTER, 8) == b""  # what a debugger may show at a position: nothing
+    assert module_bytes.read_unchanging(STRING, 14) == b"about to crash"
+    assert module_bytes.first_writable(POINTER - 64, POINTER + 8) == POINTER - 64  # the writable segment holds all that
+    assert module_bytes.first_writable(STRING, STRING + 14) is None
 
 
 def check(output, errors):

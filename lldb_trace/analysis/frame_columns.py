@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Frames:
     """Columns, one row per call overlapping ``range``, in execution order (callers before callees).
 
-    ``row`` is the call's row in the thread's CallForest, ``parent`` the position
+    ``row`` is the call's row in the thread's CallForest, ``parent`` the index
     of the caller in these columns (-1 for the outermost frames of the range).
     """
 

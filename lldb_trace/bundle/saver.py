@@ -32,7 +32,7 @@ class SaveModule:
     path: Path | None  # the file to copy (None: only in memory, such as the vdso)
     load_address: int
     uuid: str | None
-    memory: bytes | None = None  # the module's bytes when there is no file to copy
+    contents: bytes | None = None  # the module's bytes when there is no file to copy
     copy: bool = False  # copied into the bundle even without copy_images (``record --copy-program``)
 
 
@@ -79,7 +79,7 @@ def bundle_files(bundle_name, cpu, processes, copy_images=False, tsc_conversion=
                 files[_trace_name(thread.tid)] = thread.trace
     copies = {_copy_name(m): m for p in processes for m in p.modules if _copied(m, copy_images)}
     for name, module in copies.items():
-        files[name] = module.memory if module.memory is not None else Path(module.path)
+        files[name] = module.contents if module.contents is not None else Path(module.path)
     if copies:
         files["copied_images.json"] = _json({module.system_path: name for name, module in copies.items()})
     return files
@@ -176,7 +176,7 @@ def _copy_name(module):
 
 def _copied(module, copy_images):
     """Memory-only modules (the vdso) are always written; files with --copy-images (or when marked)."""
-    if module.memory is not None:
+    if module.contents is not None:
         return True
     wanted = copy_images or module.copy
     return wanted and module.path is not None and not str(module.system_path).startswith(_NOT_COPIED)
@@ -218,14 +218,14 @@ def _timing(clock):
 def _process(process, copy_images):
     modules = []
     for module in process.modules:
-        entry = {"systemPath": module.system_path, "loadAddress": f"0x{module.load_address:x}"}
+        listed = {"systemPath": module.system_path, "loadAddress": f"0x{module.load_address:x}"}
         if _copied(module, copy_images):
-            entry["file"] = _copy_name(module)
+            listed["file"] = _copy_name(module)
         elif module.path is not None and str(module.path) != module.system_path:
-            entry["file"] = str(module.path)
+            listed["file"] = str(module.path)
         if module.uuid:
-            entry["uuid"] = module.uuid
-        modules.append(entry)
+            listed["uuid"] = module.uuid
+        modules.append(listed)
     document = {
         "pid": process.pid,
         "triple": process.triple,
@@ -238,9 +238,9 @@ def _process(process, copy_images):
 
 
 def _thread(thread):
-    entry = {"tid": thread.tid}
+    listed = {"tid": thread.tid}
     if thread.trace is not None:
-        entry["iptTrace"] = _trace_name(thread.tid)
+        listed["iptTrace"] = _trace_name(thread.tid)
     if thread.stop is not None:
-        entry["stopReason"] = stop_json(thread.stop)
-    return entry
+        listed["stopReason"] = stop_json(thread.stop)
+    return listed

@@ -53,7 +53,7 @@ class SchemaError(LldbTraceError):
 
 def schema_names():
     """Names accepted by ``trace schema``: one per file in ``schemas/``."""
-    return sorted(entry.name.removesuffix(".json") for entry in SCHEMA_DIR.iterdir() if entry.name.endswith(".json"))
+    return sorted(path.name.removesuffix(".json") for path in SCHEMA_DIR.iterdir() if path.name.endswith(".json"))
 
 
 @cache

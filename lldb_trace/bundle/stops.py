@@ -11,21 +11,21 @@ from .schemas import address_value
 def stop_json(stop):
     """The ``stopReason`` object of ``stop``."""
     if stop.exited:
-        entry = {"exited": True}
+        reason = {"exited": True}
         if stop.exit_status is not None:
-            entry["exitStatus"] = stop.exit_status
+            reason["exitStatus"] = stop.exit_status
     else:
-        entry = {"signal": stop.signal}
+        reason = {"signal": stop.signal}
         if stop.description:
-            entry["description"] = stop.description
+            reason["description"] = stop.description
     if stop.pc is not None:
-        entry["pc"] = f"0x{stop.pc:x}"
-    return entry
+        reason["pc"] = f"0x{stop.pc:x}"
+    return reason
 
 
-def stop_from_json(entry):
+def stop_from_json(reason):
     """The ThreadStop of a schema-valid ``stopReason`` object."""
-    pc = address_value(entry["pc"]) if "pc" in entry else None
-    if entry.get("exited"):
-        return ThreadStop(pc=pc, exited=True, exit_status=entry.get("exitStatus"))
-    return ThreadStop(entry["signal"], entry.get("description"), pc)
+    pc = address_value(reason["pc"]) if "pc" in reason else None
+    if reason.get("exited"):
+        return ThreadStop(pc=pc, exited=True, exit_status=reason.get("exitStatus"))
+    return ThreadStop(reason["signal"], reason.get("description"), pc)

@@ -100,7 +100,7 @@ class DumpCommand(TidOptionCommand):
         if options.mode == INFO:
             _emit(result, render_info(lldb_session_info(process_trace, target, tids, options.verbose), options), parser)
             return
-        symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(debugger))
+        symbolizer = LldbSymbolizer(target, process_trace.module_bytes, disassembly_flavor(debugger))
         dumps = [self._dump_thread(target, TracedThread(process_trace, tid, symbolizer), options) for tid in tids]
         _emit(result, render(dumps, options), parser)
 
@@ -116,7 +116,7 @@ class DumpCommand(TidOptionCommand):
 def lldb_session_info(process_trace, target, tids, verbose):
     """The session info of ``tids``, numbering threads as LLDB does."""
     process = target.GetProcess()
-    symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(target.GetDebugger()))
+    symbolizer = LldbSymbolizer(target, process_trace.module_bytes, disassembly_flavor(target.GetDebugger()))
     threads = [TracedThread(process_trace, tid, symbolizer) for tid in tids]
 
     def thread_index(tid):

@@ -55,7 +55,7 @@ class ExportCommand(TidOptionCommand):
             raise LldbTraceError("give either -t TID or --all-threads, not both")
         target, process_trace = selected_trace(debugger, exe_ctx)
         tids = process_trace.tids if parser.was_set("all-threads") else chosen_tids(process_trace, target, self.tids)
-        symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(debugger))
+        symbolizer = LldbSymbolizer(target, process_trace.module_bytes, disassembly_flavor(debugger))
         threads = [ThreadTrace(process_trace, tid, symbolizer) for tid in tids]
         done = export(
             threads,

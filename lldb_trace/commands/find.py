@@ -6,7 +6,7 @@ from ..debugger import histories
 from ..errors import LldbTraceError
 from ..history import queries
 from ..option_table import TID, Option
-from ..views.matches import match_entries, matches_json, matches_text
+from ..views.matches import matches_json, matches_text, shown_matches
 from .base import TidOptionCommand, help_paragraphs, parse_number
 
 DEFAULT_COUNT = 20
@@ -49,12 +49,12 @@ class FindCommand(TidOptionCommand):
         count = int(parser.count)
         matches = queries.find(history, history.symbolizer, function, line, address, limit=count + 1 if count else None)
         more = bool(count) and len(matches) > count
-        entries = match_entries(matches[:count] if count else matches, history.symbolizer)
+        shown = shown_matches(matches[:count] if count else matches, history.symbolizer)
         if parser.was_set("json"):
-            result.AppendMessage(matches_json(entries))
+            result.AppendMessage(matches_json(shown))
         else:
             what = function or (f"{line[0]}:{line[1]}" if line else f"0x{address:x}")
-            result.AppendMessage(matches_text(entries, f"{what} in the trace of thread tid {tid}", more))
+            result.AppendMessage(matches_text(shown, f"{what} in the trace of thread tid {tid}", more))
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
     def _tid(self, target, trace):

@@ -65,7 +65,7 @@ class GotoCommand:
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
         except LldbTraceError as error:
             result.SetError(str(error))
-        except Exception as error:  # a bug: say so in one line, keep the session alive
+        except Exception as error:  # a bug: say so in one line, keep the debugger going
             result.SetError(f"internal error in '{self.full_name}': {type(error).__name__}: {error} (please report it)")
 
 

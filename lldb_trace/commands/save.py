@@ -40,7 +40,7 @@ class SaveCommand(TraceCommand):
         process = process_trace.process
         modules = [SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules]
         modules += [  # no file to copy (the vdso of a live process): the bytes come from memory
-            SaveModule(name, None, address, None, memory=data)
+            SaveModule(name, None, address, None, contents=data)
             for name, address, data in process_trace.source.memory_modules()
         ]
         threads = tuple(

@@ -62,7 +62,7 @@ class ScriptCommand(TidOptionCommand):
         path = Path(args[0]).expanduser().resolve()
         target, process_trace = selected_trace(debugger, exe_ctx)
         [tid] = chosen_tids(process_trace, target, self.tids)
-        symbolizer = LldbSymbolizer(target, process_trace.memory, disassembly_flavor(debugger))
+        symbolizer = LldbSymbolizer(target, process_trace.module_bytes, disassembly_flavor(debugger))
         thread = ThreadTrace(process_trace, tid, symbolizer)
         item_range = self.get_parser().range if self.get_parser().was_set("range") else None
         printed = io.StringIO()

@@ -161,7 +161,7 @@ def _writable_shown(trace, output):
     starts = [int(address, 16) for address in _SHOWN_LINE.findall(output)]
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else start + _LINE_BYTES
-        found = trace.memory.first_writable(start, end)
+        found = trace.module_bytes.first_writable(start, end)
         if found is not None:
             return found
     return None

@@ -50,7 +50,7 @@ def history_of(target, tid, trace=None):
     if tid not in trace.tids:
         raise NotTracedError(f"thread {tid} is not traced (traced threads: {', '.join(map(str, trace.tids))})")
     return history.for_thread(
-        trace, tid, lambda: LldbSymbolizer(target, trace.memory, disassembly_flavor(target.GetDebugger()))
+        trace, tid, lambda: LldbSymbolizer(target, trace.module_bytes, disassembly_flavor(target.GetDebugger()))
     )
 
 

@@ -55,7 +55,7 @@ _keys = {}  # a view's process unique id -> its registry key
 
 
 def close(debugger, view):
-    """Delete a history view (and its registry entry); the live target it showed stays as it is."""
+    """Delete a history view (and its registration); the live target it showed stays as it is."""
     histories.remove_view(view)
     registry.remove(_keys.pop(view.GetProcess().GetUniqueID(), None))
     debugger.DeleteTarget(view)

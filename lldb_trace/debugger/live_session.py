@@ -131,7 +131,7 @@ class LiveSession:
                 self.backend.add_thread(tid)
             if new:
                 self.tids = sorted(self.backend.traces)
-                self._register()  # replaces the entry: the process now has more traced threads
+                self._register()  # replaces the registration: the process now has more traced threads
         self.child_created(*children_of(self.target.GetProcess().GetProcessID()))
         self.backend.read_all()
 

@@ -186,7 +186,7 @@ class RecordingPlan:
         if prediction is not None:
             run, end = prediction, prediction.end
         else:
-            run = self.backend.router.route(frame.GetPC(), register, self.watched)
+            run = self.backend.lookahead.ahead(frame.GetPC(), register, self.watched)
             if run is None:
                 return
             end = run[-1]

@@ -3,7 +3,7 @@
 Kept in its own module because ``command script import lldb_trace`` re-runs
 the package's top level: state stored there would be lost on a re-import.
 
-Each entry has a key (given to the target's ScriptedProcess and to recording
+Each registration has a key (given to the target's ScriptedProcess and to recording
 plans), the target, its ProcessTrace and, while ``pt start`` records, its live
 session.  ``pt stop`` ends the session but keeps the trace with an expiry: a
 check run at each lookup, which drops the trace once it no longer describes
@@ -16,54 +16,55 @@ from dataclasses import dataclass
 
 
 @dataclass
-class _Entry:
+class _Registration:
     target: object  # SBTarget
     trace: object  # ProcessTrace
     session: object = None  # the LiveSession recording it, if one is
     expiry: object = None  # () -> why the trace is stale, or None
 
 
-_entries = {}  # key -> _Entry
+_registrations = {}  # key -> _Registration
 _dropped = []  # (SBTarget, why its trace was dropped)
 _keys = itertools.count(1)
 
 
 def add(target, process_trace, session=None):
     """Register ``process_trace`` (and its live ``session``) for ``target``, replacing any earlier one; the new key."""
-    for key in [key for key, entry in _entries.items() if entry.target == target]:
+    for key in [key for key, registration in _registrations.items() if registration.target == target]:
         remove(key)
     _dropped[:] = [(candidate, why) for candidate, why in _dropped if candidate != target]
     key = f"trace-{next(_keys)}"
-    _entries[key] = _Entry(target, process_trace, session)
+    _registrations[key] = _Registration(target, process_trace, session)
     return key
 
 
 def end_session(key, expiry):
     """The session stops recording; its trace stays until ``expiry()`` (asked at every lookup) gives a reason."""
-    entry = _entries[key]
-    entry.session, entry.expiry = None, expiry
+    registration = _registrations[key]
+    registration.session, registration.expiry = None, expiry
 
 
 def by_key(key):
-    return _entries[key].trace
+    return _registrations[key].trace
 
 
 def session(key):
-    return _entries[key].session
+    return _registrations[key].session
 
 
 def session_for(target):
     """The live session recording ``target``, or None."""
-    return next((entry.session for entry in _entries.values() if entry.target == target and entry.session), None)
+    found = (r.session for r in _registrations.values() if r.target == target and r.session)
+    return next(found, None)
 
 
 def for_target(target):
     """The ProcessTrace of ``target``, or None when the target has no trace (see :func:`why_dropped`)."""
-    for key, entry in list(_entries.items()):
-        if entry.target == target:
-            reason = entry.expiry() if entry.expiry else None
+    for key, registration in list(_registrations.items()):
+        if registration.target == target:
+            reason = registration.expiry() if registration.expiry else None
             if reason is None:
-                return entry.trace
+                return registration.trace
             remove(key)
             _dropped.append((target, reason))
     return None
@@ -75,4 +76,4 @@ def why_dropped(target):
 
 
 def remove(key):
-    _entries.pop(key, None)
+    _registrations.pop(key, None)

@@ -90,7 +90,7 @@ class TraceProcess(ScriptedProcess):
         """The modules' code and read-only data; fewer bytes than asked where they end (LLDB reads in whole
         cache lines); an error where nothing there is known, naming the address the user gave when a command
         said it (LLDB asks for its cache line, from an address the user never wrote)."""
-        data = self.trace.memory.read_unchanging(addr, size) if size else b""
+        data = self.trace.module_bytes.read_unchanging(addr, size) if size else b""
         if size and not data:
             error.SetErrorString(_unknown_memory(addr, size))
             return lldb.SBData()
@@ -109,7 +109,7 @@ class TraceProcess(ScriptedProcess):
 
 
 def _image(module):
-    """A loaded_images entry; the uuid lets LLDB reuse the module the target already has."""
+    """An item of loaded_images; the uuid lets LLDB reuse the module the target already has."""
     image = {"path": str(module.path), "load_addr": module.load_address}
     if module.build_id:
         image["uuid"] = module.build_id

@@ -67,7 +67,7 @@ def in_prologue(frame, pc):
 
 def line_of(frame):
     """``(file, line)`` of the frame's pc, or None where it has no line information."""
-    entry = frame.GetLineEntry()
-    if not entry.IsValid() or not entry.GetLine():
+    line_entry = frame.GetLineEntry()
+    if not line_entry.IsValid() or not line_entry.GetLine():
         return None
-    return (entry.GetFileSpec().fullpath, entry.GetLine())
+    return (line_entry.GetFileSpec().fullpath, line_entry.GetLine())

@@ -20,10 +20,10 @@ def disassembly_flavor(debugger):
 
 
 class LldbSymbolizer(Symbolizer):
-    """Locations of addresses in ``target``, reading code through a CodeMemory."""
+    """Locations of addresses in ``target``, reading code through a ModuleBytes."""
 
-    def __init__(self, target, memory, flavor="att"):
-        super().__init__(memory, flavor)
+    def __init__(self, target, module_bytes, flavor="att"):
+        super().__init__(module_bytes, flavor)
         self.target = target
 
     def function_entries(self, name):
@@ -55,10 +55,10 @@ class LldbSymbolizer(Symbolizer):
             unit = context.GetCompileUnit()
             previous = None
             for k in range(unit.GetNumLineEntries()):
-                entry = unit.GetLineEntryAtIndex(k)
-                row = (entry.GetFileSpec().fullpath, entry.GetLine())
-                if row != previous and entry.GetLine() == line and _same_file(entry.GetFileSpec(), spec):
-                    address = entry.GetStartAddress().GetLoadAddress(self.target)
+                line_entry = unit.GetLineEntryAtIndex(k)
+                row = (line_entry.GetFileSpec().fullpath, line_entry.GetLine())
+                if row != previous and line_entry.GetLine() == line and _same_file(line_entry.GetFileSpec(), spec):
+                    address = line_entry.GetStartAddress().GetLoadAddress(self.target)
                     if address != lldb.LLDB_INVALID_ADDRESS:
                         found.add(address)
                 previous = row

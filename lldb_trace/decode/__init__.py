@@ -3,11 +3,11 @@
 import time
 
 from .. import progress
-from .code_memory import CodeMemory
 from .decode_loop import decode_part
 from .decoded_thread import DecodedThread, EventRecord, Gap
 from .expand import BlockExpander
 from .images import process_image
+from .module_bytes import ModuleBytes
 from .parallel import PIECE_MIN_BYTES, decode_pieces
 
 DATA_LOST = -1002  # the gap code where the trace does not continue (a break: data lost in recording)
@@ -50,10 +50,10 @@ def _decode_stretches(trace, cpu, image, expander, breaks, task):
 __all__ = [
     "DATA_LOST",
     "BlockExpander",
-    "CodeMemory",
     "DecodedThread",
     "EventRecord",
     "Gap",
+    "ModuleBytes",
     "decode_thread_trace",
     "process_image",
 ]

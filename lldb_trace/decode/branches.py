@@ -1,10 +1,10 @@
-"""The entries of one decoded part that can change frames, as numpy columns.
+"""The blocks of one decoded part that can change frames, as numpy columns.
 
 Blocks end at every call, return and indirect jump, so the storage already
-says where each of them is: numpy picks those entries (and the gaps, and the
+says where each of them is: numpy picks those blocks (and the gaps, and the
 blocks that hold a direct jump into another function) out of millions.  Both
 ways of building the forest read them from here: the reference visit, one
-entry at a time, and the runs built in bulk (regular_runs.py), which read
+branch at a time, and the runs built in bulk (regular_runs.py), which read
 the columns for all of them at once.
 """
 
@@ -16,11 +16,11 @@ CALL, RETURN, JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.J
 
 
 class PartBranches:
-    """Entries ``low``..``high`` of one part as columns (``entries``, ``sizes``, ``ends``...), and ``positions``:
-    the ones to visit, numbered from ``low``.
+    """Ordinals ``low``..``high`` of one part's block sequence as columns (``sequence``: their rows, ``sizes``,
+    ``ends``...), and ``ordinals``: the ones to visit, numbered from ``low``.
 
-    Item indices are absolute (``base``: the item entry ``low`` begins at); a gap counts as one item.
-    The columns hold one entry more than the slice when the part goes on, so that its last branch
+    Item indices are absolute (``base``: the item ordinal ``low`` begins at); a gap counts as one item.
+    The columns hold one ordinal more than the slice when the part goes on, so that its last branch
     knows where it went.  ``tail_rows`` are the rows (distinct blocks) holding a tail jump before
     their last instruction.  A part is taken a slice at a time so the columns stay bounded however
     long the part is.
@@ -28,23 +28,24 @@ class PartBranches:
 
     def __init__(self, part, base, next_ip, tail_rows, low=0, high=None):
         self.part, self.base, self.next_ip, self.tail_rows = part, base, next_ip, tail_rows
-        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
-        high = len(entries) if high is None else high
-        entries = entries[low : high + 1]
-        self.entries, self.count, self.ips = entries, len(entries), part.block_ips
-        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries]
+        whole = part.block_sequence
+        sequence = np.frombuffer(whole, dtype=np.uint16 if whole.typecode == "H" else np.uint32)
+        high = len(sequence) if high is None else high
+        sequence = sequence[low : high + 1]
+        self.sequence, self.count, self.ips = sequence, len(sequence), part.block_ips
+        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[sequence]
         self.gaps = sizes == 0
         sizes[self.gaps] = 1
         self.sizes = sizes
-        self.ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each entry's last item
+        self.ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each ordinal's last item
         self.next_base = int(self.ends[high - low - 1]) + 1  # where the next slice begins
-        self.classes = np.frombuffer(part.row_classes, dtype=np.uint8)[entries]
+        self.classes = np.frombuffer(part.row_classes, dtype=np.uint8)[sequence]
         wanted = (self.classes != 0) | self.gaps
         if tail_rows:
-            wanted |= np.isin(entries, np.fromiter(tail_rows, dtype=entries.dtype))
-        wanted[high - low :] = False  # the entry after the slice is the next slice's
-        self.positions = np.flatnonzero(wanted).astype(np.int32 if self.count < 2**31 else np.int64)
+            wanted |= np.isin(sequence, np.fromiter(tail_rows, dtype=sequence.dtype))
+        wanted[high - low :] = False  # the ordinal after the slice is the next slice's
+        self.ordinals = np.flatnonzero(wanted).astype(np.int32 if self.count < 2**31 else np.int64)
 
-    def following(self, position):
-        """Is entry ``position`` followed by a block (not a gap, not the part's end)?"""
-        return position + 1 < self.count and not self.gaps[position + 1]
+    def following(self, ordinal):
+        """Is ordinal ``ordinal`` followed by a block (not a gap, not the part's end)?"""
+        return ordinal + 1 < self.count and not self.gaps[ordinal + 1]

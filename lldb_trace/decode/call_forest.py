@@ -57,7 +57,7 @@ class CallForest:
         return len(self.first)
 
     @property
-    def memory_bytes(self):
+    def storage_bytes(self):
         columns = (self.first, self.last, self.parent, self.depth, self.entry, self.flags)
         sparse = sum(column.nbytes for column in (self.extra_rows, self.extra_values, self.entered_rows))
         sparse += self.entered_values.nbytes
@@ -162,14 +162,13 @@ class _Calls(Sequence):
     def __len__(self):
         return len(self._forest.first)
 
-    def __getitem__(self, position):
-        if isinstance(position, slice):
-            return [Call(self._forest, row) for row in range(*position.indices(len(self)))]
-        if position < 0:
-            position += len(self)
-        if not 0 <= position < len(self):
-            raise IndexError(position)
-        return Call(self._forest, position)
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [Call(self._forest, row) for row in range(*key.indices(len(self)))]
+        row = key + len(self) if key < 0 else key
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        return Call(self._forest, row)
 
 
 class Call:
@@ -251,7 +250,7 @@ class Call:
         return f"<Call [{self.first}..{self.last}] depth {self.depth}{where}{via}{kind}, {callees} callee{plural}>"
 
 
-def position_of(calls, call):
+def list_index(calls, call):
     """Where ``call`` is in a list of calls from the same forest, or -1 (by row, bisecting on first items)."""
     k = bisect_right(calls, call.first, key=lambda c: c.first) - 1
     while k >= 0 and calls[k].first == call.first:

@@ -1,7 +1,7 @@
 """Reading a decoded thread item by item, forwards or backwards, from any index.
 
-The storage (DecodedThread) is shared and never copied; a cursor is only a
-position, so any number of them are cheap.  Instruction addresses come from
+The storage (DecodedThread) is shared and never copied; a cursor is only an
+item index, so any number of them are cheap.  Instruction addresses come from
 expanding the block an item falls in (cached per distinct block); what an
 address is (symbol, line, disassembly) comes from a symbolizer, on demand.
 """
@@ -82,7 +82,7 @@ class Item:
 
 
 class TraceCursor:
-    """A position in ``decoded`` that moves forwards or backwards over its items."""
+    """An item index in ``decoded`` that moves forwards or backwards over its items."""
 
     def __init__(self, decoded, expander, forwards=False, symbolizer=None):
         self.decoded = decoded
@@ -106,11 +106,11 @@ class TraceCursor:
         return self.has_value
 
     def item(self):
-        """The Item at the current position (the cursor stays there)."""
+        """The Item at the cursor's index (the cursor stays there)."""
         return next(self.items(limit=1))
 
     def items(self, limit=None):
-        """Items from the current position in the cursor's direction, moving the cursor past each."""
+        """Items from the cursor's index in its direction, moving the cursor past each."""
         decoded = self.decoded
         for produced, (index, value) in enumerate(walk(decoded, self.index, self.forwards, self.expander)):
             if limit is not None and produced >= limit:
@@ -144,25 +144,25 @@ def walk(decoded, start, forwards, expander):
 
 
 def _walk_part(part, base, local, step, expander):
-    position, first = part.locate(local)
-    entries, sizes = part.entries, part.block_sizes
-    while 0 <= position < len(entries):
-        entry = entries[position]
-        if not sizes[entry]:
-            yield base + first, replace(part.gap(entry), index=base + first)
+    ordinal, first = part.block_at(local)
+    sequence, sizes = part.block_sequence, part.block_sizes
+    while 0 <= ordinal < len(sequence):
+        row = sequence[ordinal]
+        if not sizes[row]:
+            yield base + first, replace(part.gap(row), index=base + first)
             count = 1
         else:
-            addresses = expander.addresses(part.block_ips[entry], part.block_sizes[entry])
+            addresses = expander.addresses(part.block_ips[row], part.block_sizes[row])
             count = len(addresses)
             offsets = range(local - first, count) if step > 0 else range(local - first, -1, -1)
             for offset in offsets:
                 yield base + first + offset, addresses[offset]
-        position += step
+        ordinal += step
         if step > 0:
             first += count
             local = first
-        elif position >= 0:
-            previous = entries[position]
+        elif ordinal >= 0:
+            previous = sequence[ordinal]
             first -= sizes[previous] or 1
             local = first + (sizes[previous] or 1) - 1
 
@@ -180,15 +180,15 @@ def runs(decoded, start, expander):
     local = start - decoded.part_starts[first_part]
     for part, base in zip(decoded.parts[first_part:], decoded.part_starts[first_part:], strict=False):
         if part.item_count and local < part.item_count:
-            position, first = part.locate(local)
-            entries = part.entries
-            for k in range(position, len(entries)):  # not a slice: that would copy the entries
-                entry = entries[k]
-                size = part.block_sizes[entry]
+            ordinal, first = part.block_at(local)
+            sequence = part.block_sequence
+            for k in range(ordinal, len(sequence)):  # not a slice: that would copy the sequence
+                row = sequence[k]
+                size = part.block_sizes[row]
                 if not size:
-                    yield base + first, replace(part.gap(entry), index=base + first)
+                    yield base + first, replace(part.gap(row), index=base + first)
                 else:
                     skip = max(0, local - first)
-                    yield base + first + skip, expander.addresses(part.block_ips[entry], size)[skip:]
+                    yield base + first + skip, expander.addresses(part.block_ips[row], size)[skip:]
                 first += size or 1
         local = 0

@@ -2,7 +2,7 @@
 
 The loop is the hot path of the whole plugin (millions of blocks), so it does
 as little Python per block as possible: one ctypes call, and a copy of the raw
-``pt_block`` into a byte buffer.  The buffer is turned into compact entries in
+``pt_block`` into a byte buffer.  The buffer is added to the block sequence in
 batches (and before every event, so events and gaps land at the right item
 index).  Errors become gap items and decoding resumes at the next PSB, as
 libipt allows, so one bad packet costs one gap, not the rest of the trace.

@@ -6,10 +6,11 @@ conditional or indirect branch, so a block is fully described by its first
 address and instruction count, and a program runs the same few thousand
 blocks over and over.  Each distinct block is stored once in a table (a gap
 is a table row of its own, with no instructions); the trace itself is a
-sequence of block ids, 2 bytes each while there are fewer than 65,535 rows, 4
-beyond.  A
-checkpoint every 64 entries (the item index where that entry starts) makes
-seeking by item index a binary search plus a short walk.  Instruction
+sequence of block ids (the block sequence), 2 bytes each while there are
+fewer than 65,535 rows, 4 beyond.  A checkpoint every 64 ordinals (an ordinal
+is a place in the block sequence; the checkpoint holds the item index where
+that ordinal's block starts) makes seeking by item index a binary search plus
+a short walk.  Instruction
 addresses are expanded from blocks on demand (see expand.py).
 
 Events (enable/disable, overflow, exec mode, interrupts, paging...) and
@@ -52,8 +53,8 @@ class DecodedPart:
         self.block_sizes = array("H")  # per row: the block's instruction count (0: a gap)
         self._block_ids = {}  # ip << 16 | size -> row, while decoding
         self.row_classes = array("B")  # per row: InsnClass of its last instruction if FOLLOWED_CLASSES has it, else 0
-        self.entries = array("H")  # the trace: one row number per block or gap
-        self.checkpoints = array("Q")  # item index of entry k * CHECKPOINT_SPACING
+        self.block_sequence = array("H")  # the trace: one row number per block or gap, in the order they ran
+        self.checkpoints = array("Q")  # item index of ordinal k * CHECKPOINT_SPACING
         self.gaps = GapTable()
         self.event_items = array("Q")
         self.event_types = array("B")
@@ -69,13 +70,13 @@ class DecodedPart:
     # -- size -------------------------------------------------------------------------
 
     @property
-    def memory_bytes(self):
+    def storage_bytes(self):
         """Bytes held by the decoded storage: every array plus the gap records."""
         tables = (
-            self.block_ips, self.block_sizes, self.row_classes, self.entries, self.checkpoints, self.event_items,
-            self.event_types, self.event_ips, self.tsc_items, self.tsc_values,
+            self.block_ips, self.block_sizes, self.row_classes, self.block_sequence, self.checkpoints,
+            self.event_items, self.event_types, self.event_ips, self.tsc_items, self.tsc_values,
         )  # fmt: skip
-        return sum(t.itemsize * len(t) for t in tables) + self.gaps.memory_bytes
+        return sum(t.itemsize * len(t) for t in tables) + self.gaps.storage_bytes
 
     @property
     def error_count(self):
@@ -96,9 +97,9 @@ class DecodedPart:
         words = array("Q", raw)  # a bytes-like initializer is read with frombytes: no copy through bytes()
         halves = array("H", raw)
         ids, get = self._block_ids, self._block_ids.get
-        entries_append, checkpoints_append = self.entries.append, self.checkpoints.append
+        sequence_append, checkpoints_append = self.block_sequence.append, self.checkpoints.append
         items = self.item_count
-        position = len(self.entries)
+        ordinal = len(self.block_sequence)
         last_end = None
         for ip, end_ip, size, iclass in zip(words[0::6], words[1::6], halves[14::24], halves[12::24], strict=False):
             if not size:
@@ -107,11 +108,11 @@ class DecodedPart:
             block = get(key)
             if block is None:
                 block = ids[key] = self._new_row(ip, size, iclass)
-                entries_append = self.entries.append  # the row may have widened the entries
-            if not position % CHECKPOINT_SPACING:
+                sequence_append = self.block_sequence.append  # the row may have widened the sequence
+            if not ordinal % CHECKPOINT_SPACING:
                 checkpoints_append(items)
-            entries_append(block)
-            position += 1
+            sequence_append(block)
+            ordinal += 1
             items += size
             last_end = end_ip
         self.instruction_count += items - self.item_count
@@ -121,17 +122,17 @@ class DecodedPart:
 
     def _new_row(self, ip, size, iclass):
         row = len(self.block_ips)
-        if row == 0xFFFF and self.entries.typecode == "H":
-            self.entries = array("I", self.entries)  # more rows than 2-byte entries can name
+        if row == 0xFFFF and self.block_sequence.typecode == "H":
+            self.block_sequence = array("I", self.block_sequence)  # more rows than 2-byte ids can name
         self.block_ips.append(ip)
         self.block_sizes.append(size)
         self.row_classes.append(iclass if iclass in FOLLOWED_CLASSES else 0)
         return row
 
     def add_gap(self, code, text, offset, missing_ip=None):
-        if not len(self.entries) % CHECKPOINT_SPACING:
+        if not len(self.block_sequence) % CHECKPOINT_SPACING:
             self.checkpoints.append(self.item_count)
-        self.entries.append(self._new_row(len(self.gaps), 0, 0))
+        self.block_sequence.append(self._new_row(len(self.gaps), 0, 0))
         self.gaps.append(Gap(self.item_count, code, text, self.trace_offset + offset, self._last_end, missing_ip))
         self.item_count += 1
         if missing_ip:
@@ -170,7 +171,7 @@ class DecodedPart:
             return
         keep = addresses.index(resume_ip)
         for _ in chain:
-            self._pop_entry()
+            self._pop_block()
         for block in chain:
             ip, size = self.block_ips[block], self.block_sizes[block]
             if keep >= size:
@@ -191,13 +192,14 @@ class DecodedPart:
         """
         cut = self.truncation = replace(cut, offset=self.trace_offset + cut.offset)  # in the whole trace
         text = f"the trace is truncated: it ends inside {cut.describe()}; what the thread ran next is unknown"
-        if self.entries and not self.block_sizes[self.entries[-1]] and self.gaps[-1].code == ErrorCode.EOS:
+        sequence = self.block_sequence
+        if sequence and not self.block_sizes[sequence[-1]] and self.gaps[-1].code == ErrorCode.EOS:
             self.gaps[-1] = replace(self.gaps[-1], text=text, offset=cut.offset)
             return
         chain = [] if cut.proves_run or expander is None else self._trailing_chain(expander)
         if chain:
             for _ in chain:
-                self._pop_entry()
+                self._pop_block()
             while self.tsc_items and self.tsc_items[-1] > self.item_count:
                 self.tsc_items.pop()
                 self.tsc_values.pop()
@@ -207,27 +209,27 @@ class DecodedPart:
 
     def _trailing_chain(self, expander, limit=4096):
         """The last blocks, back to the first one after an instruction that read trace (or an event, or a gap)."""
-        entries, sizes = self.entries, self.block_sizes
-        if not entries or not sizes[entries[-1]]:
+        sequence, sizes = self.block_sequence, self.block_sizes
+        if not sequence or not sizes[sequence[-1]]:
             return []
         last_event = self.event_items[-1] if self.event_items else -1
-        position, first = len(entries) - 1, self.item_count - sizes[entries[-1]]
+        ordinal, first = len(sequence) - 1, self.item_count - sizes[sequence[-1]]
         if first < last_event:
             return []
-        while position and len(entries) - position < limit:
-            previous = entries[position - 1]
+        while ordinal and len(sequence) - ordinal < limit:
+            previous = sequence[ordinal - 1]
             if not sizes[previous] or first - sizes[previous] < last_event:
                 break
             if expander.needs_trace(expander.addresses(self.block_ips[previous], sizes[previous])[-1]):
                 break
-            position -= 1
+            ordinal -= 1
             first -= sizes[previous]
-        return list(entries[position:])
+        return list(sequence[ordinal:])
 
-    def _pop_entry(self):
-        block = self.entries.pop()
-        if len(self.entries) % CHECKPOINT_SPACING == 0:
-            self.checkpoints.pop()  # it marked the entry just removed
+    def _pop_block(self):
+        block = self.block_sequence.pop()
+        if len(self.block_sequence) % CHECKPOINT_SPACING == 0:
+            self.checkpoints.pop()  # it marked the ordinal just removed
         size = self.block_sizes[block]
         self.item_count -= size
         self.instruction_count -= size
@@ -245,29 +247,30 @@ class DecodedPart:
     # -- reading ----------------------------------------------------------------------
 
     def _last_instruction_ip(self, expander):
-        for position in range(len(self.entries) - 1, -1, -1):
-            row = self.entries[position]
+        for ordinal in range(len(self.block_sequence) - 1, -1, -1):
+            row = self.block_sequence[ordinal]
             if self.block_sizes[row]:
                 return expander.addresses(self.block_ips[row], self.block_sizes[row])[-1]
         return None
 
-    def locate(self, index):
-        """``(position, first_item)`` of the entry holding item ``index`` (0 <= index < item_count)."""
+    def block_at(self, index):
+        """``(ordinal, first_item)`` of the block (or gap) holding item ``index`` (0 <= index < item_count)."""
         if not 0 <= index < self.item_count:
             raise IndexError(f"item {index} is out of range (the trace has {self.item_count} items)")
         checkpoint = bisect_right(self.checkpoints, index) - 1
-        position = checkpoint * CHECKPOINT_SPACING
+        ordinal = checkpoint * CHECKPOINT_SPACING
         first = self.checkpoints[checkpoint]
-        entries, sizes = self.entries, self.block_sizes
+        sequence, sizes = self.block_sequence, self.block_sizes
         while True:
-            count = sizes[entries[position]] or 1
+            count = sizes[sequence[ordinal]] or 1
             if index < first + count:
-                return position, first
+                return ordinal, first
             first += count
-            position += 1
+            ordinal += 1
 
-    def gap(self, entry):
-        return self.gaps[self.block_ips[entry]]
+    def gap(self, row):
+        """The Gap a gap's table ``row`` stands for."""
+        return self.gaps[self.block_ips[row]]
 
     def events_before(self, index):
         """The events recorded just before item ``index`` (index == item_count: those after the last item).
@@ -321,8 +324,8 @@ class DecodedThread:
         self.decode_seconds = decode_seconds
 
     @property
-    def memory_bytes(self):
-        return sum(part.memory_bytes for part in self.parts)
+    def storage_bytes(self):
+        return sum(part.storage_bytes for part in self.parts)
 
     @property
     def truncation(self):

@@ -10,10 +10,10 @@ from ..x86.instructions import Classifier, Transfer
 
 
 class BlockExpander:
-    """Instruction addresses of blocks, read through a CodeMemory."""
+    """Instruction addresses of blocks, read through a ModuleBytes."""
 
-    def __init__(self, memory):
-        self.classifier = Classifier(memory.read)
+    def __init__(self, module_bytes):
+        self.classifier = Classifier(module_bytes.read)
         self._cache = {}
 
     def addresses(self, ip, size):

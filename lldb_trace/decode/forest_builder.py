@@ -1,7 +1,7 @@
 """Building a thread's call forest in one pass over the branches that change frames.
 
 Blocks end at every call, return and indirect jump, so the storage already
-says where each of them is: numpy picks those entries (and the gaps, and the
+says where each of them is: numpy picks those blocks (and the gaps, and the
 blocks that hold a direct jump into another function) out of millions, and
 only they are visited, in trace order, with the enable/disable events merged
 in.  What each does to the open frames:
@@ -47,7 +47,7 @@ from .branches import CALL, JUMP, RETURN, PartBranches
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
 _CALL, _RETURN, _JUMP = CALL, RETURN, JUMP
 SHORTEST_RUN = 32  # shorter runs cost less visited one by one than with a dozen numpy calls
-SLICE = 1 << 18  # entries of a part taken at once: their columns (PartBranches) stay near 4 MB
+SLICE = 1 << 18  # ordinals of a part's block sequence taken at once: their columns (PartBranches) stay near 4 MB
 _NOT_RESOLVING, _IN_STUB, _IN_RESOLVER = 0, 1, 2
 _DISABLED = (EventType.DISABLED, EventType.ASYNC_DISABLED)
 
@@ -84,9 +84,9 @@ def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN, task=pro
 
 def _first_ip(part):
     """The address of a part's first item, or None if it starts with a gap (or is empty)."""
-    if not part.entries or not part.block_sizes[part.entries[0]]:
+    if not part.block_sequence or not part.block_sizes[part.block_sequence[0]]:
         return None
-    return part.block_ips[part.entries[0]]
+    return part.block_ips[part.block_sequence[0]]
 
 
 class _Builder:
@@ -147,16 +147,16 @@ class _Builder:
     def part(self, part, base, next_ip):
         """Visit one part's branches, a slice at a time; ``next_ip`` is where the next part starts."""
         self.row_facts = {}  # rows are numbered per part
-        if not part.entries:
+        if not part.block_sequence:
             return
         tail_rows, rows, start = self._rows_with_tail_jumps(part), None, base
-        for low in range(0, len(part.entries), SLICE):
-            branches = PartBranches(part, start, next_ip, tail_rows, low, min(low + SLICE, len(part.entries)))
+        for low in range(0, len(part.block_sequence), SLICE):
+            branches = PartBranches(part, start, next_ip, tail_rows, low, min(low + SLICE, len(part.block_sequence)))
             self._stops_after_far_transfers(branches)
             if not low and not self.stack and not branches.gaps[0]:  # the trace (or a part after a gap) starts a tree
-                self.open(base, part.block_ips[branches.entries[0]], None, None)
+                self.open(base, part.block_ips[branches.sequence[0]], None, None)
             if self.shortest_run is None:
-                self.visit(branches, 0, len(branches.positions))
+                self.visit(branches, 0, len(branches.ordinals))
             else:
                 rows = rows or regular_runs.PartRows(self, branches)
                 self._visit_runs(branches, rows)
@@ -166,7 +166,7 @@ class _Builder:
 
     def _visit_runs(self, branches, rows):
         """Visit the irregular branches and short runs one by one; add the long runs' frames in bulk."""
-        count, done = len(branches.positions), 0
+        count, done = len(branches.ordinals), 0
         for low in range(0, count, regular_runs.CHUNK):
             runs = regular_runs.RegularRuns(self, branches, rows, low, min(low + regular_runs.CHUNK, count))
             for start, stop in runs.bounds:
@@ -179,31 +179,31 @@ class _Builder:
         self.visit(branches, done, count)
 
     def visit(self, branches, start, stop):
-        """Visit the branches ``start``..``stop`` (numbers among the part's positions to visit), in order."""
-        for position in branches.positions[start:stop].tolist():
-            self._branch(branches, position)
+        """Visit the branches ``start``..``stop`` (numbers among the ordinals to visit), in order."""
+        for ordinal in branches.ordinals[start:stop].tolist():
+            self._branch(branches, ordinal)
 
-    def _branch(self, branches, position):
-        entries, ips = branches.entries, branches.ips
-        row, last = int(entries[position]), int(branches.ends[position])
-        following = branches.following(position)
-        if branches.gaps[position]:
+    def _branch(self, branches, ordinal):
+        sequence, ips = branches.sequence, branches.ips
+        row, last = int(sequence[ordinal]), int(branches.ends[ordinal])
+        following = branches.following(ordinal)
+        if branches.gaps[ordinal]:
             self.events_until(last)
             self.close_all(last - 1)
             if following:
-                self.open(last + 1, ips[entries[position + 1]], None, None)
+                self.open(last + 1, ips[sequence[ordinal + 1]], None, None)
             return
-        first = last - int(branches.sizes[position]) + 1
+        first = last - int(branches.sizes[ordinal]) + 1
         self.events_until(first)
         part = branches.part
         if row in branches.tail_rows:
             for offset, target in self._row(row, part)[2]:
                 self.tail_call(first + offset, target)
-        at_end = position + 1 == branches.count
-        target = ips[entries[position + 1]] if following else (branches.next_ip if at_end else None)
+        at_end = ordinal + 1 == branches.count
+        target = ips[sequence[ordinal + 1]] if following else (branches.next_ip if at_end else None)
         if last + 1 in self.stopped_at:
             target = None  # tracing stopped right after the branch: where it went is unknown
-        iclass = int(branches.classes[position])
+        iclass = int(branches.classes[ordinal])
         if iclass == _CALL:
             self.call(row, part, last, target)
         elif iclass == _RETURN:
@@ -215,9 +215,9 @@ class _Builder:
         """Where tracing stopped for a disable with no address (a syscall): right after the instruction before it."""
         base, ends = branches.base, branches.ends
         for index in [i for i, ip in self.stopped_at.items() if ip is None and base < i <= branches.next_base]:
-            position = int(np.searchsorted(ends, index - 1))
-            if position < len(ends) and ends[position] == index - 1 and not branches.gaps[position]:
-                address, size, _ = self._row(int(branches.entries[position]), branches.part)
+            ordinal = int(np.searchsorted(ends, index - 1))
+            if ordinal < len(ends) and ends[ordinal] == index - 1 and not branches.gaps[ordinal]:
+                address, size, _ = self._row(int(branches.sequence[ordinal]), branches.part)
                 self.stopped_at[index] = address + size
 
     def events_until(self, item):

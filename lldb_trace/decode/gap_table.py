@@ -38,7 +38,7 @@ class GapTable:
         self._text_table, self._text_ids = [], {}
 
     @property
-    def memory_bytes(self):
+    def storage_bytes(self):
         columns = (self._indexes, self._offsets, self._last_ips, self._missing_ips, self._codes, self._texts)
         return sum(column.itemsize * len(column) for column in columns) + sum(map(len, self._text_table))
 

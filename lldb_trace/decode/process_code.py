@@ -1,7 +1,7 @@
 """A process's code and what is derived from it, shared by every process that loads the same modules.
 
 A bundle of thousands of processes forked from one program holds as many
-identical module lists.  Its code memory, its decoded instruction cache, its
+identical module lists.  Its module bytes, its decoded instruction cache, its
 libipt image, its function ranges and PLT sections depend on the module list
 alone, so processes with equal lists share one ProcessCode: each module file
 is read once, and its instructions are decoded once, however many processes
@@ -12,9 +12,9 @@ import weakref
 from functools import cached_property
 
 from ..symbolize.function_ranges import FunctionRanges
-from .code_memory import CodeMemory
 from .expand import BlockExpander
 from .images import modules_image
+from .module_bytes import ModuleBytes
 from .plt import PltSections
 
 _shared = weakref.WeakValueDictionary()  # modules tuple -> ProcessCode
@@ -25,8 +25,8 @@ class ProcessCode:
 
     def __init__(self, modules):
         self.modules = modules
-        self.memory = CodeMemory(modules)
-        self.expander = BlockExpander(self.memory)
+        self.module_bytes = ModuleBytes(modules)
+        self.expander = BlockExpander(self.module_bytes)
 
     @cached_property
     def image(self):

@@ -44,17 +44,17 @@ class PartRows:
 class RegularRuns:
     """The regular runs among branches ``low``..``high`` of a part (``bounds``: ``(start, stop)``, in visit order).
 
-    Branches are numbered by their place among the part's positions to visit.
+    Branches are numbered by their place among the ordinals to visit.
     """
 
     def __init__(self, builder, branches, rows, low, high):
         self.builder, self.branches = builder, branches
-        positions = branches.positions[low:high]
-        classes = branches.classes[positions]
-        self.rows = branches.entries[positions]
-        next_rows = branches.entries[np.minimum(positions + 1, branches.count - 1)]
+        ordinals = branches.ordinals[low:high]
+        classes = branches.classes[ordinals]
+        self.rows = branches.sequence[ordinals]
+        next_rows = branches.sequence[np.minimum(ordinals + 1, branches.count - 1)]
         irregular = (classes != CALL) & (classes != RETURN) & (classes != JUMP)
-        irregular |= _unfollowed(branches, positions) | rows.tail[self.rows]
+        irregular |= _unfollowed(branches, ordinals) | rows.tail[self.rows]
         irregular[_near_events(builder, branches, low, high)] = True
         irregular |= (classes == CALL) & rows.stub[next_rows]
         irregular[self._leaving_jumps(rows, classes, next_rows, irregular)] = True
@@ -69,13 +69,13 @@ class RegularRuns:
                 break
             irregular |= wrong
         self.bounds = [(start + low, stop + low) for start, stop in _bounds(regular)]
-        ends = branches.ends[positions[moving]]
+        ends = branches.ends[ordinals[moving]]
         closed = np.full(len(moving), -1, dtype=np.int64)
         closed[opens] = ends[closes]
         opening = steps[moving] > 0
         self.calls = moving[opening]  # per regular call: its number (from low), its frame's items, level, parent
         self.first, self.last, self.levels = ends[opening] + 1, closed[opening], levels[opening]
-        self.entries = rows.ips[next_rows[self.calls]]
+        self.entries = rows.ips[next_rows[self.calls]]  # the called functions' entry addresses
         self.parents = _parents(self.levels)
         self.calls += low
 
@@ -95,7 +95,7 @@ class RegularRuns:
         _append(nodes.entry, self.entries[low:high])
         nodes.flags.frombytes(bytes(count))
         for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
-            site, size, _ = builder._row(int(branches.entries[branches.positions[self.calls[low + k]]]), branches.part)
+            site, size, _ = builder._row(int(branches.sequence[branches.ordinals[self.calls[low + k]]]), branches.part)
             builder.stack.append(node + k)
             builder.returns.append(site + size)
             builder.call_sites.append(site)
@@ -125,24 +125,24 @@ class RegularRuns:
 def _near_events(builder, branches, low, high):
     """Branches ``low``..``high`` (numbered from ``low``) with a resumption of tracing since the branch before,
     or right after an event: never regular, so that the visit handles every event in its place."""
-    ends, sizes, positions = branches.ends, branches.sizes, branches.positions[low:high]
-    since = int(ends[branches.positions[low - 1]] - sizes[branches.positions[low - 1]]) + 1 if low else -1
-    until = int(ends[positions[-1]]) + 1
+    ends, sizes, ordinals = branches.ends, branches.sizes, branches.ordinals[low:high]
+    since = int(ends[branches.ordinals[low - 1]] - sizes[branches.ordinals[low - 1]]) + 1 if low else -1
+    until = int(ends[ordinals[-1]]) + 1
     resumed = np.array(sorted(i for i in builder.resumed_at if since < i <= until), dtype=np.int64)
-    holding = np.searchsorted(ends, resumed)  # the entry holding the item the resumption comes before
+    holding = np.searchsorted(ends, resumed)  # the ordinal of the block holding the item the resumption comes before
     inside = holding < len(ends)
     holding[inside] += ends[holding[inside]] - sizes[holding[inside]] + 1 < resumed[inside]  # not its first item
     either = set(builder.resumed_at) | set(builder.stopped_at)
     stopped = np.array(sorted(i - 1 for i in either if since < i <= until), dtype=np.int64)
-    followed = np.searchsorted(ends, stopped)  # the entry an event follows
-    found = np.searchsorted(positions, np.concatenate((holding, followed)))
-    return found[found < len(positions)]
+    followed = np.searchsorted(ends, stopped)  # the ordinal of the block an event follows
+    found = np.searchsorted(ordinals, np.concatenate((holding, followed)))
+    return found[found < len(ordinals)]
 
 
-def _unfollowed(branches, positions):
+def _unfollowed(branches, ordinals):
     """Branches that are gaps, or that no block follows (a gap next, or the part's end)."""
     gaps = branches.gaps
-    return gaps[positions] | gaps[np.minimum(positions + 1, branches.count - 1)] | (positions + 1 == branches.count)
+    return gaps[ordinals] | gaps[np.minimum(ordinals + 1, branches.count - 1)] | (ordinals + 1 == branches.count)
 
 
 def _append(column, values):
@@ -155,7 +155,7 @@ def _pairs(steps, regular):
     """The regular calls and returns, their levels, and which of them ``(opens, closes)`` pair up.
 
     A level is the depth below the run's first frame (a call's before it, a return's after it); a
-    return pairs with the call just before it among those of its run and level, in order of position.
+    return pairs with the call just before it among those of its run and level, in trace order.
     """
     runs = np.cumsum(regular & ~np.concatenate(([False], regular[:-1])), dtype=np.int32)
     moving = np.flatnonzero(regular & (steps != 0))

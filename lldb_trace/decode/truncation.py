@@ -133,10 +133,10 @@ def _cyc_size(trace, offset):
     """A CYC packet's length: its first byte's bit 2, then each next byte's bit 0, says another byte follows."""
     if not trace[offset] & 0x04:
         return 1
-    position = offset + 1
-    while position < len(trace) and trace[position] & 0x01:
-        position += 1
-    return position - offset + 1
+    end = offset + 1
+    while end < len(trace) and trace[end] & 0x01:
+        end += 1
+    return end - offset + 1
 
 
 def find_file_cut(path, window=1 << 16):

@@ -90,9 +90,9 @@ class _Writer:
         end = self.packet(track_event=pb.TrackEvent(type=pb.TrackEvent.TYPE_SLICE_END, track_uuid=track))
         firsts = calls.first
         scale = 1 if self.job.axis.timed else 1000  # item indices: 1 µs each, as in the Chrome JSON
-        for kind, position, name, at in calls.walk(f"Exporting {calls.thread_name} to Perfetto"):
+        for kind, number, name, at in calls.walk(f"Exporting {calls.thread_name} to Perfetto"):
             if kind == "O":
-                begin.timestamp, item.int_value = at * scale, int(firsts[position])
+                begin.timestamp, item.int_value = at * scale, int(firsts[number])
                 if name in self.interned:
                     begin.track_event.name_iid = self.interned[name]
                     self.emit(begin)
@@ -102,7 +102,7 @@ class _Writer:
                 end.timestamp = at * scale
                 self.emit(end)
             else:
-                self.emit(self.gap(track, at * scale, *calls.gaps[position]))
+                self.emit(self.gap(track, at * scale, *calls.gaps[number]))
 
     def gap(self, track, at, item, _at, text):
         """An instant event where the trace has a gap, with the gap's item index and error."""

@@ -3,7 +3,7 @@
 speedscope (https://www.speedscope.app, or ``npm install speedscope``) shows
 it as a flame chart in time order, a left-heavy flame graph and a sandwich
 table.  The events are written as the calls are walked; the frame table,
-which speedscope needs whole, has one entry per function, so it is written
+which speedscope needs whole, has one frame per function, so it is written
 last (JSON does not care about key order).
 """
 

@@ -117,7 +117,7 @@ class ThreadCalls:
     first: np.ndarray  # item indices
     start: np.ndarray  # axis values
     end: np.ndarray
-    parent: np.ndarray  # position of the caller in these columns, -1
+    parent: np.ndarray  # index of the caller in these columns, -1
     depth: np.ndarray
     name: np.ndarray  # Names id
     instructions: np.ndarray  # inclusive instruction counts
@@ -216,9 +216,9 @@ def from_frames(
         gap_values = frames.gap_items
     end = np.maximum(end, start)
     kept = _kept(end - start if axis.timed else frames.inclusive, frames.parent, min_duration)
-    position = np.cumsum(kept) - 1
+    kept_index = np.cumsum(kept) - 1
     parent = frames.parent[kept]
-    parent = np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
+    parent = np.where(parent >= 0, kept_index[np.maximum(parent, 0)], -1)
     gaps = [
         (item, value, gap_texts.get(item, "gap"))
         for item, value in zip(frames.gap_items.tolist(), np.asarray(gap_values).tolist(), strict=True)

@@ -113,7 +113,7 @@ def prologue_stop(history, entry):
     GDB reads the prologue of GCC code itself: after ``push %rbp; mov %rsp,%rbp`` (an ``endbr64``
     first is skipped), and on to the end of that line-table row; a function without that frame
     setup (optimized code) stops at its first instruction."""
-    code = history.thread.memory.read(entry, 8) or b""
+    code = history.thread.module_bytes.read(entry, 8) or b""
     start = len(_ENDBR64) if code.startswith(_ENDBR64) else 0
     if code[start : start + 4] not in _FRAME_SETUP:
         return entry

@@ -81,8 +81,8 @@ class FrameMap:
         decoded = self.decoded
         k, start = decoded.part_of(index)
         part = decoded.parts[k]
-        position, first = part.locate(index - start)
-        row = part.entries[position]
+        ordinal, first = part.block_at(index - start)
+        row = part.block_sequence[ordinal]
         size = part.block_sizes[row]
         return part.row_classes[row] if size and index - start == first + size - 1 else 0
 

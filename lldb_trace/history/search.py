@@ -2,11 +2,11 @@
 
 An address runs wherever a block that holds it runs.  Each distinct block
 (a row of the decoded storage) is expanded once to see which of the wanted
-addresses it holds and at which offsets; numpy then finds the entries of those
+addresses it holds and at which offsets; numpy then finds the ordinals of those
 rows among millions and turns them into item indices.  This is how
 ``continue``/``reverse-continue`` find the nearest breakpoint hit and how
 ``find --address``/``--line`` list executions; ``find --function`` reads the
-call forest's entry column instead (named_calls.py says which entries).
+call forest's entry column instead (named_calls.py says which function entries).
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ def hits(decoded: DecodedThread, expander: BlockExpander, addresses: Iterable[in
                     offsets[row] = inside
         if not offsets:
             continue
-        entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
-        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[entries].astype(np.int64)
+        ids = part.block_sequence
+        sequence = np.frombuffer(ids, dtype=np.uint16 if ids.typecode == "H" else np.uint32)
+        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[sequence].astype(np.int64)
         sizes[sizes == 0] = 1  # a gap is one item
         starts = np.cumsum(sizes) - sizes + base
         for row, inside in offsets.items():
-            at = starts[entries == row]
+            at = starts[sequence == row]
             for offset in inside:
                 found.append(at + offset)
     return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)

@@ -156,7 +156,7 @@ class ThreadHistory:
         """The modules' own line tables: LLDB's line entries do not say which rows GDB's stepping stops at."""
         if isinstance(self.symbolizer, ElfSymbolizer):
             return self.symbolizer
-        return ElfSymbolizer(self.thread.process_trace.process.modules, self.thread.memory)
+        return ElfSymbolizer(self.thread.process_trace.process.modules, self.thread.module_bytes)
 
     # -- movements (stepping.py, search.py) -----------------------------------------------------------
     # ``breakpoints`` (load addresses) stop a movement at the first one it reaches, as in GDB.

@@ -41,7 +41,7 @@ class _Coder(_Owned):
 
     @property
     def offset(self):
-        """Current position in the trace buffer."""
+        """The current offset in the trace buffer."""
         return self._u64("get_offset")
 
 

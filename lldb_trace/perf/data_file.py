@@ -136,28 +136,28 @@ KERNEL_MISC = 1  # PERF_RECORD_MISC_KERNEL
 USER_MISC = 2  # PERF_RECORD_MISC_USER
 
 
-class BuildIdEntry(NamedTuple):
+class BuildIdRecord(NamedTuple):
     pid: int
     build_id: str  # hex
     filename: str
 
 
-def pack_build_ids(entries):
-    """The HEADER_BUILD_ID feature: one build_id_event per entry, file names padded to 64 bytes as perf does."""
+def pack_build_ids(records):
+    """The HEADER_BUILD_ID feature: one build_id_event per record, file names padded to 64 bytes as perf does."""
     out = bytearray()
-    for entry in entries:
-        raw = bytes.fromhex(entry.build_id)
-        name = entry.filename.encode() + b"\0"
+    for record in records:
+        raw = bytes.fromhex(record.build_id)
+        name = record.filename.encode() + b"\0"
         name += b"\0" * (-len(name) % 64)
         size = BUILD_ID_EVENT.size + len(name)
         misc = USER_MISC | BUILD_ID_SIZE_GIVEN
-        out += BUILD_ID_EVENT.pack(0, misc, size, entry.pid, raw.ljust(20, b"\0"), len(raw)) + name
+        out += BUILD_ID_EVENT.pack(0, misc, size, record.pid, raw.ljust(20, b"\0"), len(raw)) + name
     return bytes(out)
 
 
 def unpack_build_ids(data):
-    """The entries of a HEADER_BUILD_ID feature; ValueError when a record overruns it."""
-    entries, offset = [], 0
+    """The BuildIdRecords of a HEADER_BUILD_ID feature; ValueError when a record overruns it."""
+    records, offset = [], 0
     while offset + BUILD_ID_EVENT.size <= len(data):
         _, misc, size, pid, raw, given = BUILD_ID_EVENT.unpack_from(data, offset)
         if size < BUILD_ID_EVENT.size or offset + size > len(data):
@@ -167,6 +167,6 @@ def unpack_build_ids(data):
             raw = raw.rstrip(b"\0") or raw  # old perf: 20 bytes, a shorter id zero-padded
             length = len(raw)
         name = bytes(data[offset + BUILD_ID_EVENT.size : offset + size]).split(b"\0", 1)[0]
-        entries.append(BuildIdEntry(pid, raw[:length].hex(), name.decode(errors="replace")))
+        records.append(BuildIdRecord(pid, raw[:length].hex(), name.decode(errors="replace")))
         offset += size
-    return entries
+    return records

@@ -97,7 +97,7 @@ def _key(recording, buffer, per_cpu):
 def _join(data, key, buffers, notices, snapshot):
     view = memoryview(data)
     pieces, placed, breaks = [], [], []  # placed: (area offset of a piece's first byte, its joined offset, size)
-    position = 0  # bytes of the joined stream so far
+    joined_size = 0  # bytes of the joined stream so far
     stream_end = None  # where the previous buffer ended in the area's stream
     for buffer in buffers if snapshot else sorted(buffers, key=lambda b: b.offset):
         body, start = view[buffer.file_offset : buffer.file_offset + buffer.size], buffer.offset
@@ -108,22 +108,22 @@ def _join(data, key, buffers, notices, snapshot):
             if padding is not None and overlap >= len(body):
                 continue  # bytes already joined, written again
             if padding is None:  # a break: the previous buffer's padding (zero bytes, PAD packets) goes
-                position -= _strip_padding(pieces, placed)
-                breaks.append(Break(position, _between(buffer, stream_end, snapshot)))
+                joined_size -= _strip_padding(pieces, placed)
+                breaks.append(Break(joined_size, _between(buffer, stream_end, snapshot)))
             else:  # it continues the stream: drop the previous buffer's padding and the bytes both hold
-                position -= _strip_padding(pieces, placed, padding)
+                joined_size -= _strip_padding(pieces, placed, padding)
                 body, start = body[overlap:], buffer.offset + overlap
         pieces.append(body)
-        placed.append((start, position, len(body)))
-        position += len(body)
+        placed.append((start, joined_size, len(body)))
+        joined_size += len(body)
         stream_end = buffer.end
     spans = _first_places(placed)
     breaks += _loss_breaks(spans, notices)
     if not snapshot:
-        breaks += _missing(spans, buffers, notices, position)
+        breaks += _missing(spans, buffers, notices, joined_size)
     kept = {}
     for found in breaks:  # one break per offset: the first reason found for it
-        if 0 <= found.offset <= position:
+        if 0 <= found.offset <= joined_size:
             kept.setdefault(found.offset, found)
     joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     return AuxStream(key, joined, tuple(kept[offset] for offset in sorted(kept)), len(buffers))
@@ -215,7 +215,7 @@ def _loss_breaks(spans, notices):
     return found
 
 
-def _missing(spans, buffers, notices, position):
+def _missing(spans, buffers, notices, joined_size):
     """Breaks where bytes that AUX records announce are in no buffer: before, between or after the buffers."""
     held = _merged((b.offset, b.end) for b in buffers)
     kept = (n for n in notices if not n.flags & PERF_AUX_FLAG_OVERWRITE)
@@ -232,7 +232,7 @@ def _missing(spans, buffers, notices, position):
                 continue
             stop = min(end, held[k][0]) if k < len(held) else end
             at = bisect_left(starts, start)
-            joined = spans[at][2] if at < len(spans) else position
+            joined = spans[at][2] if at < len(spans) else joined_size
             reason = (
                 f"{stop - start} bytes of trace data announced by the AUX record at byte {record} are in no AUXTRACE "
                 "record (perf stopped before saving them, or the file is damaged)"

@@ -43,9 +43,9 @@ def _candidates(recorded, build_id, search):
     recorded_path = Path(recorded)
     yield recorded_path
     if build_id and search.cache is not None:
-        entry = search.cache / ".build-id" / build_id[:2] / build_id[2:]
-        yield entry / "elf"
-        yield entry
+        by_id = search.cache / ".build-id" / build_id[:2] / build_id[2:]
+        yield by_id / "elf"
+        yield by_id
         yield search.cache / recorded.lstrip("/") / build_id / "elf"
     relative = recorded.lstrip("/")
     for root in search.sysroots:

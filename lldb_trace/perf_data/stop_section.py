@@ -39,10 +39,10 @@ def pack_stop_section(process):
     threads = [{"tid": t.tid, "stopReason": stop_json(t.stop)} for t in process.threads if t.stop is not None]
     if not threads and not process.untraced_children:
         return None
-    entry = {"pid": process.pid, "threads": threads}
+    listed = {"pid": process.pid, "threads": threads}
     if process.untraced_children:
-        entry["untracedChildren"] = list(process.untraced_children)
-    return pack_string(json.dumps({"format": FORMAT, "processes": [entry]}, separators=(",", ":")))
+        listed["untracedChildren"] = list(process.untraced_children)
+    return pack_string(json.dumps({"format": FORMAT, "processes": [listed]}, separators=(",", ":")))
 
 
 def read_stop_section(data, fail):
@@ -61,11 +61,11 @@ def read_stop_section(data, fail):
     except SchemaError as error:
         fail(f"its lldb_trace stop section is damaged: {error}")
     return {
-        entry["pid"]: ProcessStops(
-            {thread["tid"]: stop_from_json(thread["stopReason"]) for thread in entry.get("threads", ())},
-            tuple(entry.get("untracedChildren", ())),
+        listed["pid"]: ProcessStops(
+            {thread["tid"]: stop_from_json(thread["stopReason"]) for thread in listed.get("threads", ())},
+            tuple(listed.get("untracedChildren", ())),
         )
-        for entry in document["processes"]
+        for listed in document["processes"]
     }
 
 

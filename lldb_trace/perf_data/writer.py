@@ -31,7 +31,7 @@ from ..perf.data_file import (
     FILE_HEADER_SIZE,
     MAGIC,
     SECTION,
-    BuildIdEntry,
+    BuildIdRecord,
     Feature,
     FileHeader,
     Section,
@@ -134,7 +134,7 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
     config = CONFIG_PT | CONFIG_BRANCH | (CONFIG_TSC if timed else 0) | _clock_config(cpu.clock)
     features = {
         Feature.BUILD_ID: pack_build_ids(
-            BuildIdEntry(process.pid, module.uuid, names[module.system_path])
+            BuildIdRecord(process.pid, module.uuid, names[module.system_path])
             for module in process.modules
             if module.uuid and module.system_path in names
         ),
@@ -150,16 +150,16 @@ def perf_data_bytes(process, cpu, tsc_conversion=None, cpu_streams=(), pmu_type=
 
 
 def _file(events, records, features):
-    """Header, the events' ids, their attribute entries, the records, then the feature table and features.
+    """Header, the events' ids, their attribute attr_table, the records, then the feature table and features.
 
     ``events`` are ``(perf_event_attr, id)``: the trace's own event, and the dummy event perf adds to
     carry the sideband (mappings, tasks, switches), as ``perf record`` does.
     """
     id_section = Section(FILE_HEADER_SIZE, 8 * len(events))
-    entries = bytearray()
+    attr_table = bytearray()
     for k, (attr, _) in enumerate(events):
-        entries += bytes(attr)[: attr.size] + SECTION.pack(id_section.offset + 8 * k, 8)
-    attrs = Section(id_section.end, len(entries))
+        attr_table += bytes(attr)[: attr.size] + SECTION.pack(id_section.offset + 8 * k, 8)
+    attrs = Section(id_section.end, len(attr_table))
     data = Section(attrs.end, len(records))
     table = bytearray()
     blobs = bytearray()
@@ -167,10 +167,10 @@ def _file(events, records, features):
     for bit in sorted(features):
         table += SECTION.pack(blob_start + len(blobs), len(features[bit]))
         blobs += features[bit]
-    attr_size = len(entries) // len(events)
+    attr_size = len(attr_table) // len(events)
     header = FileHeader(MAGIC, FILE_HEADER_SIZE, attr_size, attrs, data, Section(0, 0), frozenset(features))
     ids = struct.pack(f"<{len(events)}Q", *(event_id for _, event_id in events))
-    return b"".join((header.pack(), ids, bytes(entries), records, bytes(table), bytes(blobs)))
+    return b"".join((header.pack(), ids, bytes(attr_table), records, bytes(table), bytes(blobs)))
 
 
 def _clock_words(clock):

@@ -5,7 +5,7 @@ every stretch in which it is on the stack (see Intervals): an inclusive
 figure adds that part to the stretches' own counts, so that an instruction
 of a line run inside a call made from that same line (recursion) counts once.
 
-Most entries are whole blocks inside the range that lie wholly inside or
+Most ordinals are whole blocks inside the range that lie wholly inside or
 wholly outside each such stretch, and whose time changes, if at all, only
 after their last instruction (timing packets come between blocks); they are
 counted per block.  The others (the range's cut ends, a stretch boundary
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..analysis import ItemRange
 
-CHUNK_ITEMS = 1 << 22  # 4M items: about 0.5M entries of columns at a time
+CHUNK_ITEMS = 1 << 22  # 4M items: about 0.5M ordinals of columns at a time
 
 
 @dataclass
@@ -35,7 +35,7 @@ class AddressCounts:
 def count_by_address(timeline, item_range, own, stretches, times, rows):
     """AddressCounts over ``item_range`` for ``own`` (the row of each of ``timeline.addresses``).
 
-    Counted CHUNK_ITEMS items at a time (the counts add up), so that the per-entry columns of one chunk,
+    Counted CHUNK_ITEMS items at a time (the counts add up), so that the per-ordinal columns of one chunk,
     not of the whole trace, are in memory at once.
     """
     total = AddressCounts(*(np.zeros(rows, np.int64) for _ in range(4)))
@@ -49,18 +49,18 @@ def count_by_address(timeline, item_range, own, stretches, times, rows):
 
 def _count_chunk(timeline, item_range, own, stretches, times, rows):
     whole, loose = timeline.split(item_range.first, item_range.last)
-    blocks = timeline.entry_block[whole].astype(np.int64)
-    starts = timeline.entry_start[whole]
+    blocks = timeline.block_by_ordinal[whole].astype(np.int64)
+    starts = timeline.start_by_ordinal[whole]
     ends = starts + timeline.block_size[blocks] - 1
     slow = np.zeros(len(whole), dtype=bool)
     if times.known:
         slow |= times.at(ends) != times.at(starts)
     pairs = _stretch_pairs(timeline, blocks, starts, ends, own, stretches, slow, rows)
-    pair_entry, pair_row, pair_count, inside = pairs
+    pair_block_at, pair_row, pair_count, inside = pairs
     fast = ~slow
     block_runs = np.bincount(blocks[fast], minlength=len(timeline.block_size))
     exclusive = sums(own, block_runs[timeline.flat_block], rows)
-    kept = inside & fast[pair_entry]
+    kept = inside & fast[pair_block_at]
     outside = exclusive - sums(pair_row[kept], pair_count[kept], rows)
     exclusive_time, outside_time = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     if times.known:
@@ -83,21 +83,21 @@ def _count_chunk(timeline, item_range, own, stretches, times, rows):
 
 
 def _stretch_pairs(timeline, blocks, starts, ends, own, stretches, slow, rows):
-    """For each entry and each row with stretches among its block's instructions: ``(entry position, row,
-    instructions of that row in the block, whether the entry lies inside a stretch of the row)``; entries
-    that a stretch boundary crosses are marked in ``slow``."""
+    """For each of ``blocks`` and each row with stretches among its instructions: ``(where the block is in
+    ``blocks``, row, instructions of that row in the block, whether the block lies inside a stretch of the
+    row)``; blocks that a stretch boundary crosses are marked in ``slow``."""
     with_stretches = np.flatnonzero(stretches.has_key(own))
     code = timeline.flat_block[with_stretches] * rows + own[with_stretches]
     pairs, pair_counts = np.unique(code, return_counts=True)
     pair_block, pair_row = pairs // rows, pairs % rows
     per_block = np.bincount(pair_block, minlength=len(timeline.block_size))
     block_first = np.cumsum(per_block) - per_block
-    per_entry = per_block[blocks]
-    entry = np.repeat(np.arange(len(blocks)), per_entry)
-    pair = np.arange(len(entry)) + np.repeat(block_first[blocks] - (np.cumsum(per_entry) - per_entry), per_entry)
-    inside, crossing = stretches.cover(pair_row[pair], starts[entry], ends[entry])
-    slow[entry[crossing]] = True
-    return entry, pair_row[pair], pair_counts[pair], inside
+    per_listed = per_block[blocks]
+    block_at = np.repeat(np.arange(len(blocks)), per_listed)
+    pair = np.arange(len(block_at)) + np.repeat(block_first[blocks] - (np.cumsum(per_listed) - per_listed), per_listed)
+    inside, crossing = stretches.cover(pair_row[pair], starts[block_at], ends[block_at])
+    slow[block_at[crossing]] = True
+    return block_at, pair_row[pair], pair_counts[pair], inside
 
 
 def sums(rows, values, count):

@@ -97,9 +97,9 @@ def call_items(forest, frames):
     special = (parent < 0) | (flags & (ASYNCHRONOUS | TAIL_CALL | SWITCHED) != 0)
     special |= (forest.flags[above] & UNTRACED_START != 0) & (forest.first[above] == first)
     items = first - 1
-    for position in np.flatnonzero(special).tolist():
-        item = forest.call_item(int(rows[position]))
-        items[position] = -1 if item is None else item
+    for k in np.flatnonzero(special).tolist():
+        item = forest.call_item(int(rows[k]))
+        items[k] = -1 if item is None else item
     return items
 
 

@@ -13,17 +13,17 @@ import numpy as np
 
 
 def outermost(keys, first, last, span):
-    """Positions of the frames (``keys`` -1: none) that no frame of the same key encloses, by (key, first item).
+    """Indices of the frames (``keys`` -1: none) that no frame of the same key encloses, by (key, first item).
 
     ``first``/``last`` are in execution order (callers before callees); ``span`` exceeds every item index.
     """
-    positions = np.flatnonzero(keys >= 0)
-    positions = positions[np.argsort(keys[positions], kind="stable")]
-    base = keys[positions].astype(np.int64) * span
-    reach = np.maximum.accumulate(base + last[positions]) if len(positions) else base
-    outer = np.ones(len(positions), dtype=bool)
-    outer[1:] = base[1:] + first[positions[1:]] > reach[:-1]  # another key's reach is below this key's base
-    return positions[outer]
+    frames = np.flatnonzero(keys >= 0)
+    frames = frames[np.argsort(keys[frames], kind="stable")]
+    base = keys[frames].astype(np.int64) * span
+    reach = np.maximum.accumulate(base + last[frames]) if len(frames) else base
+    outer = np.ones(len(frames), dtype=bool)
+    outer[1:] = base[1:] + first[frames[1:]] > reach[:-1]  # another key's reach is below this key's base
+    return frames[outer]
 
 
 class Intervals:

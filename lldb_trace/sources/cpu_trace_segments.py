@@ -186,7 +186,7 @@ class _Scanner:
             except LibiptError:
                 return headers
             offset = decoder.offset
-            tsc, mode, position = None, b"", offset
+            tsc, mode, at = None, b"", offset
             for _ in range(_PSB_PLUS_LIMIT):
                 item = self._next()
                 if item is None:
@@ -195,10 +195,10 @@ class _Scanner:
                 if kind == _TSC and tsc is None:
                     tsc = _U64_UNPACK(bytes(self.packet.payload))[0]
                 elif kind == _MODE:
-                    mode = self._mode_exec(position, size) or mode
-                elif kind == _PSBEND or (kind not in _PSB_PLUS and position > offset):
+                    mode = self._mode_exec(at, size) or mode
+                elif kind == _PSBEND or (kind not in _PSB_PLUS and at > offset):
                     break
-                position += size
+                at += size
             headers.append((offset, tsc, mode))
 
     def scan_block(self, start, end, mode):

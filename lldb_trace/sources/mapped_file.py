@@ -57,13 +57,13 @@ def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
     """``[(offset, length)]`` covering the file's data, page-aligned, holes of _SMALLEST_HOLE or more left out."""
     page, whole = mmap.PAGESIZE, [(0, size)]
     extents: list[tuple[int, int]] = []
-    position = 0
-    while position < size:
+    offset = 0
+    while offset < size:
         try:
-            data = os.lseek(fd, position, os.SEEK_DATA)
+            data = os.lseek(fd, offset, os.SEEK_DATA)
             hole = os.lseek(fd, data, os.SEEK_HOLE)
         except OSError as error:
-            if error.errno == errno.ENXIO:  # no data after ``position``
+            if error.errno == errno.ENXIO:  # no data after ``offset``
                 break
             return whole  # the file system cannot tell
         data, hole = data // page * page, min(-(-hole // page) * page, size)
@@ -73,5 +73,5 @@ def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
             extents.append((data, hole - data))
         if len(extents) > _MOST_EXTENTS:
             return whole
-        position = hole
+        offset = hole
     return extents

@@ -2,7 +2,7 @@
 
 The decoded trace stores blocks, not instructions: each distinct block's
 addresses are expanded once into one table per part (a block row's addresses
-are a slice of it), and a stretch of entries is turned into instructions with
+are a slice of it), and a stretch of the block sequence is turned into instructions with
 numpy.  With a filter, its verdict is taken once per table slot; block rows
 with no wanted slot are dropped before expanding, so the instructions a
 filter leaves out never become Python objects.
@@ -18,7 +18,8 @@ class PartTable:
 
     def __init__(self, part, expander, wanted=None):
         self.part = part
-        self.entries = np.frombuffer(part.entries, dtype=np.uint16 if part.entries.typecode == "H" else np.uint32)
+        sequence = part.block_sequence
+        self.sequence = np.frombuffer(sequence, dtype=np.uint16 if sequence.typecode == "H" else np.uint32)
         self.sizes = np.frombuffer(part.block_sizes, dtype=np.uint16).astype(np.int64)
         self.offsets = np.cumsum(self.sizes) - self.sizes
         self.checkpoints = np.frombuffer(part.checkpoints, dtype=np.uint64).astype(np.int64)
@@ -32,16 +33,16 @@ class PartTable:
             self.selected = wanted(self.addresses)
             counts = np.concatenate(([0], np.cumsum(self.selected)))
             self.rows_wanted = counts[self.offsets + self.sizes] > counts[self.offsets]
-            self.wanted_entries = np.flatnonzero(self.rows_wanted[self.entries])  # positions in the trace
+            self.wanted_ordinals = np.flatnonzero(self.rows_wanted[self.sequence])
 
     def instructions(self, low, high):
         """``(item indices, addresses)`` of the (wanted) instructions among part items ``low``..``high``."""
-        position, first = self.part.locate(low)
-        # up to the first checkpointed entry after ``high``: enough, and no more than 64 entries beyond it
+        ordinal, first = self.part.block_at(low)
+        # up to the first checkpointed ordinal after ``high``: enough, and no more than 64 ordinals beyond it
         stop = int(np.searchsorted(self.checkpoints, high, side="right")) * CHECKPOINT_SPACING
-        if self.rows_wanted is not None and not self._any_wanted(position, stop):
+        if self.rows_wanted is not None and not self._any_wanted(ordinal, stop):
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        rows = self.entries[position:stop]
+        rows = self.sequence[ordinal:stop]
         items = np.maximum(self.sizes[rows], 1)  # a gap is one item
         starts = first + np.cumsum(items) - items
         count = int(np.searchsorted(starts, high, side="right"))
@@ -50,7 +51,7 @@ class PartTable:
             keep = self.rows_wanted[rows]
             rows, starts = rows[keep], starts[keep]
         sizes = self.sizes[rows]
-        before = np.cumsum(sizes) - sizes  # the instructions of the entries before each one
+        before = np.cumsum(sizes) - sizes  # the instructions of the blocks before each one
         at = np.arange(int(sizes.sum()), dtype=np.int64)
         indices = at + np.repeat(starts - before, sizes)
         slots = at + np.repeat(self.offsets[rows] - before, sizes)
@@ -62,9 +63,9 @@ class PartTable:
         return indices, self.addresses[slots]
 
     def _any_wanted(self, start, stop):
-        """Is any entry at positions ``start``..``stop - 1`` a block the filter wants?"""
-        k = int(np.searchsorted(self.wanted_entries, start))
-        return k < len(self.wanted_entries) and self.wanted_entries[k] < stop
+        """Is any block at ordinals ``start``..``stop - 1`` one the filter wants?"""
+        k = int(np.searchsorted(self.wanted_ordinals, start))
+        return k < len(self.wanted_ordinals) and self.wanted_ordinals[k] < stop
 
 
 class Instructions:

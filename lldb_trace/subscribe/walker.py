@@ -194,16 +194,16 @@ def _deliver(columns, handlers, state, summary):
 def _deliver_each(order, streams, handlers, state, summary):
     """``_deliver`` one event at a time, each from the stream of its kind (``order``: their kinds)."""
     next_of = {kind: stream.__next__ for kind, stream in streams.items()}
-    stopped, position = False, -1
+    stopped, last = False, -1
     try:
-        for position, kind in enumerate(order.tolist()):  # noqa: B007 (how far it got counts)
+        for last, kind in enumerate(order.tolist()):  # noqa: B007 (how far it got counts)
             index, time, depth, address, row = next_of[kind]()
             if handlers[kind](Event(KINDS[kind], index, time, depth, address, row, state)) is False:
                 stopped = True
                 break
     except StopWalk:
         stopped = True
-    for kind, count in enumerate(np.bincount(order[: position + 1], minlength=len(KINDS)).tolist()):
+    for kind, count in enumerate(np.bincount(order[: last + 1], minlength=len(KINDS)).tolist()):
         summary.delivered[KINDS[kind]] += count
     if stopped:
         summary.stopped_at = index

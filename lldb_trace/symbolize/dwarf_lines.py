@@ -119,8 +119,8 @@ def _sequences(dwarf, unit):
         return []
     paths = _file_paths(program, unit)
     found, current, last, discriminated = [], _Sequence(), None, False
-    for entry in program.get_entries():
-        state = entry.state
+    for opcode in program.get_entries():
+        state = opcode.state
         if state is None:
             continue
         if state.end_sequence:
@@ -143,14 +143,14 @@ def _file_paths(program, unit):
     comp_dir = _text(unit.get_top_DIE().attributes.get("DW_AT_comp_dir")) or ""
     directories = [_decoded(d) for d in program["include_directory"]]
     paths = {}
-    for k, entry in enumerate(program["file_entry"]):
+    for k, listed in enumerate(program["file_entry"]):
         if version >= 5:
-            index, directory = k, directories[entry.dir_index] if entry.dir_index < len(directories) else ""
-            in_comp_dir = entry.dir_index != 0  # directory 0 is the compilation directory itself
+            index, directory = k, directories[listed.dir_index] if listed.dir_index < len(directories) else ""
+            in_comp_dir = listed.dir_index != 0  # directory 0 is the compilation directory itself
         else:
-            index, directory = k + 1, "" if entry.dir_index == 0 else directories[entry.dir_index - 1]
+            index, directory = k + 1, "" if listed.dir_index == 0 else directories[listed.dir_index - 1]
             in_comp_dir = True
-        path = os.path.join(directory, _decoded(entry.name))
+        path = os.path.join(directory, _decoded(listed.name))
         if in_comp_dir:
             path = os.path.join(comp_dir, path)
         paths[index] = os.path.normpath(path)  # LLDB's FileSpec drops . and folds ..

@@ -17,10 +17,11 @@ from .symbolizer import Symbolizer
 
 
 class ElfSymbolizer(Symbolizer):
-    """``locate(address) -> Location`` for bundle ``modules`` (at run-time addresses), code read via ``memory``."""
+    """``locate(address) -> Location`` for bundle ``modules`` (at run-time addresses), code read from ``module_bytes``
+    (a ModuleBytes)."""
 
-    def __init__(self, modules, memory, flavor="att"):
-        super().__init__(memory, flavor)
+    def __init__(self, modules, module_bytes, flavor="att"):
+        super().__init__(module_bytes, flavor)
         self._modules = sorted(modules, key=lambda module: module.load_address)
         self._starts = [module.load_address for module in self._modules]
         self._symbols = {}

@@ -54,7 +54,7 @@ def _or_else(default):
     return guard
 
 
-def _no_entries():
+def _no_ranges():
     return _Ranges([], [])
 
 
@@ -75,8 +75,8 @@ class ModuleSymbols:
 
     def function_at(self, address):
         """``(name, is_stub, is_ifunc)`` of what contains file address ``address``, or None."""
-        entry = self._table.find(address)
-        return entry.value if entry is not None else None
+        found = self._table.find(address)
+        return found.value if found is not None else None
 
     def line_at(self, address):
         """``(full path, line)`` of the line table row covering ``address``, or None."""
@@ -116,7 +116,7 @@ class ModuleSymbols:
         return self.path if in_module or self.debug_path is None else str(self.debug_path)
 
     @cached_property
-    @_or_else(_no_entries)
+    @_or_else(_no_ranges)
     def _table(self):
         named = []
         # a debug file has the .symtab, the module the .dynsym, the PLT and the unwind entries
@@ -156,8 +156,8 @@ def _unwind_entries(elf):
     if elf.get_section_by_name(".eh_frame") is None:
         return []
     found = []
-    for entry in elf.get_dwarf_info().EH_CFI_entries():
-        header = getattr(entry, "header", None)
+    for record in elf.get_dwarf_info().EH_CFI_entries():
+        header = getattr(record, "header", None)
         if header is not None and "initial_location" in header:  # not a CIE or the terminator
             start = header["initial_location"]
             found.append((start, 0, 100, (f"___lldb_unnamed_symbol_{start:x}", False, False)))
@@ -201,7 +201,7 @@ def _plt_stubs(elf):
     return stubs
 
 
-class _Entry(NamedTuple):
+class _Range(NamedTuple):
     start: int
     end: int
     value: tuple  # (name, is_stub, is_ifunc)
@@ -211,20 +211,20 @@ class _Entry(NamedTuple):
 
 
 class _Ranges:
-    """Entries by start (the best ranked one per start).
+    """Named address ranges by start (the best ranked one per start).
 
     One without a size ends where the next one starts, or with its section.
     """
 
-    def __init__(self, entries, sections):
+    def __init__(self, candidates, sections):
         best = {}
-        for start, size, rank, value in entries:
+        for start, size, rank, value in candidates:
             if start not in best or rank < best[start][1]:
                 best[start] = (size, rank, value)
         self._starts = sorted(best)
         sections = sorted(sections)
         section_starts = [start for start, _ in sections]
-        self._entries = []
+        self._ranges = []
         for k, start in enumerate(self._starts):
             size, _rank, value = best[start]
             end = start + size
@@ -233,14 +233,14 @@ class _Ranges:
                 end = sections[section][1] if section >= 0 and start < sections[section][1] else start + 1
                 if k + 1 < len(self._starts):
                     end = min(end, self._starts[k + 1])
-            self._entries.append(_Entry(start, end, value))
+            self._ranges.append(_Range(start, end, value))
 
     def find(self, address):
-        """The entry that starts at ``address``, else the first of those that reach over it, as LLDB's symtab does."""
+        """The range that starts at ``address``, else the first of those that reach over it, as LLDB's symtab does."""
         k = bisect_right(self._starts, address) - 1
         if k < 0:
             return None
         if self._starts[k] != address:
-            while k > 0 and self._entries[k - 1].contains(address):
+            while k > 0 and self._ranges[k - 1].contains(address):
                 k -= 1
-        return self._entries[k] if self._entries[k].contains(address) else None
+        return self._ranges[k] if self._ranges[k].contains(address) else None

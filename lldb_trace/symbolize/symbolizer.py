@@ -15,11 +15,11 @@ from .disassembly import Disassembler
 class Symbolizer(ABC):
     """``locate(address) -> Location``, cached: a trace visits the same code over and over.
 
-    Code is read through ``memory`` (a CodeMemory) and disassembled in ``flavor`` ("att" or "intel").
+    Code is read through ``module_bytes`` (a ModuleBytes) and disassembled in ``flavor`` ("att" or "intel").
     """
 
-    def __init__(self, memory, flavor="att"):
-        self._disassembler = Disassembler(memory.read, flavor)
+    def __init__(self, module_bytes, flavor="att"):
+        self._disassembler = Disassembler(module_bytes.read, flavor)
         self._cache = {}
 
     def locate(self, address):

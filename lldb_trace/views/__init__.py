@@ -2,7 +2,7 @@
 
 Built like LLDB's TraceDumper, outside the debugger (no ``lldb`` import): a
 view walks the trace object's cursor (or its events, or its call forest)
-once and produces entries (entries.py) with everything already looked up
+once and produces what it shows (shown.py) with everything already looked up
 through a symbolizer; a text writer and a JSON writer render them.
 ``pt dump`` and ``lldb-trace dump`` share the views and the meaning of their
 options (options.py), so they print the same for the same trace.

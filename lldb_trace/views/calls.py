@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..decode.call_forest import Call, CallForest, position_of
+from ..decode.call_forest import Call, CallForest, list_index
 from ..history import named_calls
-from .entries import CallEntry, shown_time
 from .options import DumpOptions
+from .shown import ShownCall, shown_time
 
 if TYPE_CHECKING:
     from ..bundle.model import TscConversion
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 def call_window(
     thread: TracedThread, options: DumpOptions, start: int | None = None
-) -> tuple[list[CallEntry], int | None]:
-    """``(CallEntry list in display order, where Enter continues or None)``; ``start``: a continuation's."""
+) -> tuple[list[ShownCall], int | None]:
+    """``(ShownCall list in display order, where Enter continues or None)``; ``start``: a continuation's."""
     symbolizer = thread.symbolizer
     listed = listed_calls(thread.call_forest(), options, symbolizer)
     if start is None and options.id is not None:
@@ -49,8 +49,8 @@ def call_window(
     def locate(address: int | None) -> Location | None:
         return symbolizer.locate(address) if address is not None else None
 
-    entries = [
-        CallEntry(
+    shown = [
+        ShownCall(
             call,
             locate(call.address),
             locate(call.stub),
@@ -58,7 +58,7 @@ def call_window(
         )
         for call in calls
     ]
-    return entries[::-1] if options.newest_first else entries, next_start
+    return shown[::-1] if options.newest_first else shown, next_start
 
 
 def listed_calls(forest: CallForest, options: DumpOptions, symbolizer: Symbolizer) -> Sequence[Call]:
@@ -84,9 +84,9 @@ def anchor(calls: Sequence[Call], item: int) -> int:
     while node is not None and node.last < item:
         node = node.parent
     while node is not None:
-        position = position_of(calls, node)
-        if position >= 0:
-            return position
+        k = list_index(calls, node)
+        if k >= 0:
+            return k
         node = node.parent
     return k
 
@@ -94,7 +94,7 @@ def anchor(calls: Sequence[Call], item: int) -> int:
 def _window(calls: Sequence[Call], options: DumpOptions, start: int | None = None) -> tuple[list[Call], int | None]:
     """``(calls to show in execution order, where Enter continues or None)``.
 
-    ``start`` is the position of the window's newest call (its oldest going
+    ``start`` is where the window's newest call is in ``calls`` (its oldest going
     forwards): a continuation's or an anchor's; by default OFFSET from the end
     (from the beginning going forwards).
     """

@@ -1,4 +1,4 @@
-"""A thread dump, as LLDB's TraceDumper makes one: a walk that produces entries, then a writer.
+"""A thread dump, as LLDB's TraceDumper makes one: a walk that produces what it shows, then a writer.
 
 ``dump_thread`` walks one thread's trace (its cursor, its events or its call
 forest) for the window the options ask for and returns a ThreadDump;
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from ..errors import LldbTraceError
 from .calls import call_window
-from .entries import ThreadDump
 from .info import info_text
 from .instructions import event_window, instruction_window
 from .json_writer import JsonWriter
 from .options import CALLS, EVENTS, DumpOptions
+from .shown import ThreadDump
 from .text_writer import TextWriter
 
 if TYPE_CHECKING:
@@ -47,18 +47,18 @@ def dump_thread(thread: TracedThread, options: DumpOptions, continuation: Contin
             items = f"its items are 0 to {item_count - 1}"
             raise ItemOutOfRangeError(f"--id {options.id} is past the end of thread {thread.tid}'s trace: {items}")
     if not has_trace or (continuation is not None and continuation.start is None):
-        entries: list = []
+        shown: list = []
         next_start: int | None = None
     else:
         start = continuation.start if continuation is not None else None
         if options.mode == EVENTS:
-            entries, next_start = event_window(thread, options, start)
+            shown, next_start = event_window(thread, options, start)
         elif options.mode == CALLS:
-            entries, next_start = call_window(thread, options, start)
+            shown, next_start = call_window(thread, options, start)
         else:
-            entries, next_start = instruction_window(thread, options, start)
+            shown, next_start = instruction_window(thread, options, start)
     wall_clock = thread.tsc_conversion is not None
-    return ThreadDump(thread.pid, thread.tid, has_trace, wall_clock, entries, next_start)
+    return ThreadDump(thread.pid, thread.tid, has_trace, wall_clock, shown, next_start)
 
 
 def render(dumps: Sequence[ThreadDump], options: DumpOptions) -> str:

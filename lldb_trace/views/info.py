@@ -89,7 +89,7 @@ def _thread_info(thread: TracedThread, index: int | None, position: int | None) 
             "errors": decoded.error_count,
             "events": decoded.event_count,
             "decodeSeconds": round(decoded.decode_seconds, 6),
-            "memoryBytes": decoded.memory_bytes,
+            "memoryBytes": decoded.storage_bytes,
         }
         info["decoded"]["functionCalls"] = len(thread.call_forest())
         info["timing"] = _timing_info(thread.bundle, decoded)

@@ -1,6 +1,6 @@
 """The ``--instructions`` and ``--only-events`` views: which items (or events) a dump shows, looked up once.
 
-The window is COUNT entries from a start: OFFSET back from the newest (from
+The window is COUNT items (or events) from a start: OFFSET back from the newest (from
 the oldest going forwards), OFFSET on from --id, or where the previous dump
 stopped.  The instructions are one walk of the trace object's cursor; the
 events are numbered in trace order.
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from ..decode.cursor import TraceCursor
 from ..x86.control_flow_kind import ControlFlowKinds
-from .entries import EventEntry, InstructionEntry, shown_time
 from .options import DumpOptions
+from .shown import ShownEvent, ShownInstruction, shown_time
 
 if TYPE_CHECKING:
     from ..decode.decoded_thread import DecodedThread
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 def instruction_window(
     thread: TracedThread, options: DumpOptions, start: int | None = None
-) -> tuple[list[InstructionEntry], int | None]:
-    """``(InstructionEntry list in display order, the index to continue from or None)``.
+) -> tuple[list[ShownInstruction], int | None]:
+    """``(ShownInstruction list in display order, the index to continue from or None)``.
 
     ``start`` (a continuation) overrides the window's start from --offset and --id.  A window at the
     end of a large trace decodes only that end (TracedThread.end_of); while the trace before it is not
@@ -37,9 +37,9 @@ def instruction_window(
     cursor = TraceCursor(decoded, thread.expander, options.forwards, None if options.raw else thread.symbolizer)
     cursor.seek(start)
     conversion = thread.tsc_conversion
-    kinds = ControlFlowKinds(thread.memory.read) if options.kind else None
-    entries = [
-        InstructionEntry(
+    kinds = ControlFlowKinds(thread.module_bytes.read) if options.kind else None
+    shown = [
+        ShownInstruction(
             replace(item, index=item.index + base) if base else item,
             shown_time(item.tsc, conversion),
             None if item.gap is not None or options.raw else item.location,
@@ -47,7 +47,7 @@ def instruction_window(
         )
         for item in cursor.items(limit=options.count)
     ]
-    return entries, cursor.index + base if cursor.has_value else None
+    return shown, cursor.index + base if cursor.has_value else None
 
 
 def _window_start(thread: TracedThread, options: DumpOptions, start: int | None) -> tuple[DecodedThread, int, int]:
@@ -68,8 +68,8 @@ def _window_start(thread: TracedThread, options: DumpOptions, start: int | None)
 
 def event_window(
     thread: TracedThread, options: DumpOptions, start: int | None = None
-) -> tuple[list[EventEntry], int | None]:
-    """``(EventEntry list in display order, the event number to continue from or None)``.
+) -> tuple[list[ShownEvent], int | None]:
+    """``(ShownEvent list in display order, the event number to continue from or None)``.
 
     Events are numbered in trace order.  --id starts at the events of that item;
     --offset skips that many events; ``start`` (a continuation) overrides both.
@@ -92,8 +92,8 @@ def event_window(
         stop = min(stop, start + options.count) if options.forwards else max(stop, start - options.count)
     conversion = thread.tsc_conversion
     timed = options.time and decoded.has_timestamps
-    entries = [
-        EventEntry(events[k], shown_time(decoded.timestamp(events[k].index), conversion) if timed else None)
+    shown = [
+        ShownEvent(events[k], shown_time(decoded.timestamp(events[k].index), conversion) if timed else None)
         for k in range(start, stop, step)
     ]
-    return entries, stop if 0 <= stop < len(events) else None
+    return shown, stop if 0 <= stop < len(events) else None

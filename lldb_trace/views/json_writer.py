@@ -11,8 +11,8 @@ thread's dump is a list; several threads' are a list of those.
 
 import json
 
-from .entries import ThreadDump
 from .options import CALLS, EVENTS, DumpOptions
+from .shown import ThreadDump
 from .text_writer import event_name, gap_code
 
 
@@ -39,8 +39,8 @@ class JsonWriter:
 
     def _instructions(self, dump):
         options, objects = self.options, []
-        for entry in dump.entries:
-            item = entry.item
+        for shown in dump.shown:
+            item = shown.item
             events = [_event_object(event) for event in item.events] if options.events else []
             if options.forwards:
                 objects += events
@@ -49,7 +49,7 @@ class JsonWriter:
             elif options.raw:
                 value = {"id": item.index, "loadAddress": f"0x{item.address:x}"}
             else:
-                location = entry.location
+                location = shown.location
                 value = {
                     "id": item.index,
                     "loadAddress": f"0x{item.address:x}",
@@ -60,10 +60,10 @@ class JsonWriter:
                     "source": location.file,
                     "line": location.line,
                 }
-            if entry.kind is not None:
-                value["controlFlowKind"] = entry.kind
+            if shown.kind is not None:
+                value["controlFlowKind"] = shown.kind
             if options.time:
-                value["timestamp"] = entry.time
+                value["timestamp"] = shown.time
             objects.append(value)
             if not options.forwards:
                 objects += events
@@ -71,17 +71,17 @@ class JsonWriter:
 
     def _events(self, dump):
         objects = []
-        for entry in dump.entries:
-            value = _event_object(entry.event)
+        for shown in dump.shown:
+            value = _event_object(shown.event)
             if self.options.time:
-                value["timestamp"] = entry.time
+                value["timestamp"] = shown.time
             objects.append(value)
         return objects
 
     def _calls(self, dump):
         objects = []
-        for entry in dump.entries:
-            call, location, stub = entry.call, entry.location, entry.stub
+        for shown in dump.shown:
+            call, location, stub = shown.call, shown.location, shown.stub
             value = {
                 "id": call.entered,
                 "firstId": call.first,
@@ -96,7 +96,7 @@ class JsonWriter:
                 else None,
                 "lazyBinding": call.lazy_binding,
             }
-            if entry.timing:
-                value["inclusive"], value["exclusive"] = entry.timing
+            if shown.timing:
+                value["inclusive"], value["exclusive"] = shown.timing
             objects.append(value)
         return objects

@@ -29,10 +29,10 @@ class DumpOptionError(LldbTraceError):
 
 @dataclass(frozen=True)
 class DumpOptions:
-    """One dump's options (as LLDB's TraceDumperOptions): the window, and what each entry shows."""
+    """One dump's options (as LLDB's TraceDumperOptions): the window, and what each shown item, event or call says."""
 
     mode: str = INFO
-    count: int | None = 10  # entries to show; None: every one (--all)
+    count: int | None = 10  # items, events or calls to show; None: every one (--all)
     offset: int = 0
     id: int | None = None  # the item the window starts at (--id)
     forwards: bool = False
@@ -49,8 +49,8 @@ class DumpOptions:
     continuing: bool = False  # --continue: an empty window says "no more"
 
     @property
-    def entries_name(self) -> str:
-        """What the entries of this dump are called in text ("(no items)")."""
+    def shown_name(self) -> str:
+        """What this dump shows is called in text ("(no items)")."""
         return {INSTRUCTIONS: "items", EVENTS: "events", CALLS: "calls"}[self.mode]
 
 

@@ -1,6 +1,6 @@
 """The packet listing of a raw Intel PT stream (``lldb-trace packets``), like Intel's ptdump.
 
-One walk of libipt's packet decoder produces PacketEntries (a packet, or an
+One walk of libipt's packet decoder produces ShownPackets (a packet, or an
 error after which decoding resumes at the next PSB); the text writer prints
 each as ``offset  name  field=value ...``.
 """
@@ -19,7 +19,7 @@ class TruncatedStreamError(LldbTraceError):
 
 
 @dataclass(frozen=True)
-class PacketEntry:
+class ShownPacket:
     """A packet at ``offset``, or (``packet`` None) a decode error there, said in ``error``."""
 
     offset: int
@@ -27,17 +27,17 @@ class PacketEntry:
     error: str | None = None
 
 
-def packet_entries(trace: bytes) -> Iterator[PacketEntry]:
-    """Every packet after the first PSB; a decode error is an entry, and decoding resumes at the next PSB.
+def shown_packets(trace: bytes) -> Iterator[ShownPacket]:
+    """Every packet after the first PSB; a decode error is shown too, and decoding resumes at the next PSB.
 
     So corrupt streams are listed as far as they can be.  A stream that ends
-    inside a packet raises TruncatedStreamError once every entry is out.
+    inside a packet raises TruncatedStreamError once every packet before the cut is out.
     """
     with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
         try:
             decoder.sync_forward()
         except libipt.LibiptError as error:
-            yield PacketEntry(0, error=f"{error.text}: no PSB in {len(trace)} bytes")
+            yield ShownPacket(0, error=f"{error.text}: no PSB in {len(trace)} bytes")
             return
         while True:
             offset = decoder.offset
@@ -50,13 +50,13 @@ def packet_entries(trace: bytes) -> Iterator[PacketEntry]:
                             f"the stream ends inside {cut_at(trace, offset).describe()}: the file is truncated"
                         ) from None
                     return
-                yield PacketEntry(offset, error=f"{error.text} ({error.status})")
+                yield ShownPacket(offset, error=f"{error.text} ({error.status})")
                 try:
                     decoder.sync_forward()
                 except libipt.LibiptError:
                     return
                 continue
-            yield PacketEntry(offset, packet)
+            yield ShownPacket(offset, packet)
 
 
 def _value(value: object) -> str:
@@ -79,11 +79,11 @@ def describe(packet: Any) -> str:
     return f"{name:<8} {values}".rstrip()
 
 
-def packet_line(entry: PacketEntry) -> str:
-    """The text of one entry: ``offset  packet`` or ``offset  error    text``."""
-    return f"{entry.offset:#010x}  " + (describe(entry.packet) if entry.error is None else f"error    {entry.error}")
+def packet_line(shown: ShownPacket) -> str:
+    """The text of one shown packet: ``offset  packet`` or ``offset  error    text``."""
+    return f"{shown.offset:#010x}  " + (describe(shown.packet) if shown.error is None else f"error    {shown.error}")
 
 
 def packet_lines(trace: bytes) -> Iterator[str]:
-    """The listing's lines, one per entry (raises TruncatedStreamError after the last, for a cut stream)."""
-    return map(packet_line, packet_entries(trace))
+    """The listing's lines, one per shown packet (raises TruncatedStreamError after the last, for a cut stream)."""
+    return map(packet_line, shown_packets(trace))

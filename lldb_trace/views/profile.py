@@ -75,7 +75,7 @@ def _row_object(profile, row):
 
 
 def _labels(profile, rows):
-    """The name column's header and each row's entry in it; by line, the line's function follows, aligned."""
+    """The name column's header and each row's cell in it; by line, the line's function follows, aligned."""
     if profile.by != "line":
         return profile.by, [row.name for row in rows]
     places = [row.name if row.fields["line"] else "(no line)" for row in rows]

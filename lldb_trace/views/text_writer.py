@@ -10,8 +10,8 @@ depth (below the shallowest call shown), ``module`function`` and its address,
 the stub it was called through where that says more, and its times.
 """
 
-from .entries import ThreadDump
 from .options import CALLS, EVENTS, INSTRUCTIONS, DumpOptions
+from .shown import ThreadDump
 
 KIND_WIDTH = 12  # LLDB pads the kind to this width ("cond jump   ")
 
@@ -55,10 +55,10 @@ class TextWriter:
         lines = [f"pid: '{dump.pid}', tid: '{dump.tid}'"]
         if not dump.has_trace:
             lines.append("  (no trace for this thread)")
-        elif not dump.entries:
-            what = self.options.entries_name
+        elif not dump.shown:
+            what = self.options.shown_name
             lines.append(f"  (no more {what})" if self.options.continuing else f"  (no {what})")
-        elif self.options.mode == INSTRUCTIONS and dump.entries[0].item.index < 0:
+        elif self.options.mode == INSTRUCTIONS and dump.shown[0].item.index < 0:
             lines.append(f"  (numbered from the end, -1 being the last: {_NOT_DECODED})")
         write = {EVENTS: self._events, CALLS: self._calls}.get(self.options.mode, self._instructions)
         return "\n".join(lines + write(dump))
@@ -69,22 +69,22 @@ class TextWriter:
     def _instructions(self, dump):
         options, wall_clock = self.options, dump.wall_clock
         lines, last_label, last_source = [], None, None
-        for entry in dump.entries:
-            item = entry.item
+        for shown in dump.shown:
+            item = shown.item
             events = (
-                [f"    (event) {_event_text(e, entry.time, wall_clock)}" for e in item.events] if options.events else []
+                [f"    (event) {_event_text(e, shown.time, wall_clock)}" for e in item.events] if options.events else []
             )
             if options.forwards:
                 lines += events
-            prefix = self._prefix(item.index, entry.time, wall_clock)
-            kind = f"{entry.kind:<{KIND_WIDTH}}" if entry.kind is not None else ""
+            prefix = self._prefix(item.index, shown.time, wall_clock)
+            kind = f"{shown.kind:<{KIND_WIDTH}}" if shown.kind is not None else ""
             if item.gap is not None:
                 lines.append(f"  {prefix} error {gap_code(item.gap)}. '{item.gap.text}'")
                 last_label = last_source = None
             elif options.raw:
                 lines.append(f"  {prefix} 0x{item.address:x} {kind}".rstrip())
             else:
-                location = entry.location
+                location = shown.location
                 if location.function_label != last_label:
                     lines.append(f"  {location.function_label}")
                     last_label = location.function_label
@@ -99,27 +99,27 @@ class TextWriter:
 
     def _events(self, dump):
         return [
-            f"  {self._prefix(entry.event.index, entry.time, dump.wall_clock)} (event) "
-            f"{_event_text(entry.event, entry.time, dump.wall_clock)}"
-            for entry in dump.entries
+            f"  {self._prefix(shown.event.index, shown.time, dump.wall_clock)} (event) "
+            f"{_event_text(shown.event, shown.time, dump.wall_clock)}"
+            for shown in dump.shown
         ]
 
     def _calls(self, dump):
-        base = min((entry.call.depth for entry in dump.entries), default=0)
-        indent = (lambda entry: "") if self.options.flat else (lambda entry: "  " * (entry.call.depth - base))
-        rows = [(f"[{entry.call.entered}]", indent(entry) + entry.label, entry) for entry in dump.entries]
+        base = min((shown.call.depth for shown in dump.shown), default=0)
+        indent = (lambda shown: "") if self.options.flat else (lambda shown: "  " * (shown.call.depth - base))
+        rows = [(f"[{shown.call.entered}]", indent(shown) + shown.label, shown) for shown in dump.shown]
         index_width = max((len(row[0]) for row in rows), default=0)
         label_width = max((len(row[1]) for row in rows), default=0)
         unit = "ns" if dump.wall_clock else "ticks"
         lines = []
-        for index_text, label, entry in rows:
-            address = f"0x{entry.call.address:x}" if entry.call.address is not None else "-"
+        for index_text, label, shown in rows:
+            address = f"0x{shown.call.address:x}" if shown.call.address is not None else "-"
             line = f"  {index_text:<{index_width}}  {label:<{label_width}}  {address}"
-            if entry.stub_note:
-                line += f"  ({entry.stub_note})"
-            if entry.timing:
-                line += f"  inclusive {entry.timing[0]} {unit}, exclusive {entry.timing[1]} {unit}"
-            elif entry.timing == ():
+            if shown.stub_note:
+                line += f"  ({shown.stub_note})"
+            if shown.timing:
+                line += f"  inclusive {shown.timing[0]} {unit}, exclusive {shown.timing[1]} {unit}"
+            elif shown.timing == ():
                 line += "  (shorter than the trace's timing resolution)"
             lines.append(line)
         return lines

@@ -165,7 +165,7 @@ def main():
             if case == "cycles":
                 for tid, times in perf_times(path).items():
                     references[case][str(tid)]["times"] = times
-            print(case, {tid: entry["count"] for tid, entry in references[case].items()})
+            print(case, {tid: reference["count"] for tid, reference in references[case].items()})
     REFERENCES.write_text(json.dumps(references, indent=1) + "\n")
 
 

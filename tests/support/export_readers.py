@@ -26,7 +26,7 @@ pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2", re
 
 
 def own(counter, program):
-    """The entries of ``counter`` for the program's own functions that have a sized ELF symbol.
+    """The counts in ``counter`` for the program's own functions that have a sized ELF symbol.
 
     (crt code such as ``deregister_tm_clones`` has symbols of size 0, which the ground truth cannot place.)
     """

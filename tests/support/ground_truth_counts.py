@@ -58,7 +58,7 @@ def function_table(bundle_dir):
     """The functions of every module of the bundle's (first) process, at their run-time addresses."""
     bundle_dir = Path(bundle_dir)
     document = json.loads((bundle_dir / "trace.json").read_text())
-    entries, segments = [], []
+    functions, segments = [], []
     for module in document["processes"][0]["modules"]:
         path = bundle_dir / module["file"] if module.get("file") else Path(module["systemPath"])
         if not path.exists():
@@ -79,13 +79,13 @@ def function_table(bundle_dir):
                 for symbol in table.iter_symbols():
                     if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_value"] and symbol["st_size"]:
                         start = symbol["st_value"] + bias
-                        entries.append((start, start + symbol["st_size"], f"{label}`{symbol.name}"))
-    entries = sorted(set(entries))
+                        functions.append((start, start + symbol["st_size"], f"{label}`{symbol.name}"))
+    functions = sorted(set(functions))
     kept = []
-    for entry in entries:  # aliases (same start): keep the first name
-        if kept and kept[-1][0] == entry[0]:
+    for function in functions:  # aliases (same start): keep the first name
+        if kept and kept[-1][0] == function[0]:
             continue
-        kept.append(entry)
+        kept.append(function)
     return FunctionTable([e[0] for e in kept], [e[1] for e in kept], [e[2] for e in kept], segments)
 
 

@@ -93,11 +93,11 @@ def available():
     return proc.returncode == 0
 
 
-def _item(entry):
+def _item(dumped):
     """One JSON trace item as our tests compare it: an int load address, or ``"error: <text>"`` for a gap."""
-    if "error" in entry:
-        return f"error: {entry['error']}"
-    return int(entry["loadAddress"], 16)
+    if "error" in dumped:
+        return f"error: {dumped['error']}"
+    return int(dumped["loadAddress"], 16)
 
 
 def decode_addresses(bundle_json_path, tid=None, timeout=TIMEOUT):
@@ -121,4 +121,4 @@ def decode_addresses(bundle_json_path, tid=None, timeout=TIMEOUT):
             )
         with open(out_path) as f:
             raw = json.load(f)
-    return {int(t): [_item(e) for e in entries if "event" not in e] for t, entries in raw.items()}
+    return {int(t): [_item(e) for e in dumped if "event" not in e] for t, dumped in raw.items()}

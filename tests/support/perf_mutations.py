@@ -285,7 +285,7 @@ def attr_field(rng, layout):
     start, size = struct.unpack_from("<QQ", layout.head, 24)
     if not attr_size or start + size > len(layout.head):
         return None
-    entry = start + attr_size * rng.randrange(max(1, size // attr_size))
+    attr_at = start + attr_size * rng.randrange(max(1, size // attr_size))
     name, offset, width = rng.choice(
         (
             ("type", 0, 4),
@@ -297,13 +297,13 @@ def attr_field(rng, layout):
             ("ids.size", attr_size - 8, 8),
         )
     )
-    if not 0 <= entry + offset <= len(layout.head) - width:
+    if not 0 <= attr_at + offset <= len(layout.head) - width:
         return None  # an earlier mutation made the table unreadable
-    original = _get(layout.head, entry + offset, width)
+    original = _get(layout.head, attr_at + offset, width)
     value = original ^ (1 << rng.randrange(8 * width)) if name in ("flags", "sample_type") else None
     value = interesting(rng, width, original) if value is None else value
-    _set(layout.head, entry + offset, width, value)
-    return f"attr at {entry} {name} = {value:#x}"
+    _set(layout.head, attr_at + offset, width, value)
+    return f"attr at {attr_at} {name} = {value:#x}"
 
 
 LAYOUT_MUTATIONS = (

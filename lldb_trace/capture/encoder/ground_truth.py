@@ -37,11 +37,11 @@ class GroundTruth:
     def decodable_segments(self):
         """The address runs a decoder must reproduce, split where the trace has gaps."""
         cuts = sorted((max(start, self.snapshot_from), end) for start, end in self.lost if end > self.snapshot_from)
-        segments, position = [], self.snapshot_from
+        segments, since = [], self.snapshot_from
         for start, end in cuts:
-            segments.append(list(self.addresses[position:start]))
-            position = end
-        segments.append(list(self.addresses[position:]))
+            segments.append(list(self.addresses[since:start]))
+            since = end
+        segments.append(list(self.addresses[since:]))
         return [segment for segment in segments if segment]
 
     def write(self, path):

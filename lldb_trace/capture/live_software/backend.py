@@ -2,8 +2,9 @@
 
 The debugger layer (debugger/recording_plan.py) moves the thread through
 LLDB's own process control and tells this backend where it went: a single
-step, a route run branch to branch, a predicted stretch to check against the
-thread's registers, or an untraced run through the vdso.  The backend needs
+step, a run along the addresses ahead to the next branch, a predicted
+stretch to check against the thread's registers, or an untraced run through
+the vdso.  The backend needs
 only ``read(address, size)`` for the process's memory and ``pc(tid)`` for
 where a thread stands, so it holds no LLDB object and works from plain Python.
 """
@@ -15,7 +16,7 @@ from ..cpu import SOFTWARE_CPU
 from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..process_view import ProcessMemory
 from . import emulation
-from .routes import Router
+from .lookahead import Lookahead
 
 
 class UntracedRun:
@@ -32,7 +33,7 @@ class UntracedRun:
 class SoftwareBackend:
     """The recorder's per-thread recorders; a thread's bytes are produced once per stop.
 
-    ``pending`` holds, per thread, the run it was sent along (a route, a Prediction or an
+    ``pending`` holds, per thread, the run it was sent along (the addresses ahead, a Prediction or an
     UntracedRun) until the thread arrives and the run is recorded.
     """
 
@@ -51,7 +52,7 @@ class SoftwareBackend:
         self.buffer_bytes = buffer_kb * 1024 if buffer_kb else None
         self.vdso = vdso
         self.classifier = Classifier(read)
-        self.router = Router(self.classifier, read)
+        self.lookahead = Lookahead(self.classifier, read)
         self.process_memory = _process_memory(pid)
         self.predictor = emulation.Predictor(self._page_reader(read))
         clock = time.monotonic_ns if tsc else None
@@ -164,15 +165,15 @@ def _process_memory(pid):
         return None
 
 
-def executed(route, pc):
-    """The successive pcs of a run along ``route`` (its start, its stops, its end) that stopped at ``pc``.
+def executed(ahead, pc):
+    """The successive pcs of a run along ``ahead`` (its start, its stops, its end) that stopped at ``pc``.
 
-    Normally ``pc`` is the route's end; a user breakpoint on the way stops it early.  A pc off the
-    route (something asynchronous moved the thread) is passed on as where the thread went, and
+    Normally ``pc`` is the end of ``ahead``; a user breakpoint on the way stops it early.  A pc off
+    the way (something asynchronous moved the thread) is passed on as where the thread went, and
     ThreadRecorder records an interruption there.
     """
-    if pc == route[-1]:
-        return route[1:]
-    if pc in route[1:-1]:
-        return route[1 : route.index(pc, 1) + 1]
-    return [] if pc == route[0] else [pc]
+    if pc == ahead[-1]:
+        return ahead[1:]
+    if pc in ahead[1:-1]:
+        return ahead[1 : ahead.index(pc, 1) + 1]
+    return [] if pc == ahead[0] else [pc]

@@ -78,7 +78,7 @@ class Prediction:
     registers: dict
 
     def steps(self):
-        """Where the thread stands after each instruction: the route's addresses after the first (see Router)."""
+        """Where the thread stands after each instruction: the addresses ahead after the first (see Lookahead)."""
         addresses = itertools.chain.from_iterable(self.blocks)
         next(addresses)
         yield from addresses

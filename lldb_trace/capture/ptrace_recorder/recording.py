@@ -93,7 +93,9 @@ class _WaitInterruptedError(Exception):
     """Ctrl-C while waiting for the next stop."""
 
 
-class _Session:
+class _Tracee:
+    """The program being recorded: its ptrace'd process, stepped thread by thread, and what was recorded so far."""
+
     def __init__(self, program, args, info, options, progress=None):
         self.program, self.args, self.info, self.options = program, args, info, options
         self.pid = ptrace.launch(program, args, aslr=options.aslr)
@@ -337,12 +339,12 @@ class _Session:
 
 
 @contextlib.contextmanager
-def _ctrl_c_ends(session):
-    """Ctrl-C ends the session's run cleanly instead of raising KeyboardInterrupt at a random point."""
+def _ctrl_c_ends(tracee):
+    """Ctrl-C ends the run cleanly instead of raising KeyboardInterrupt at a random point."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread gets signals
         return
-    previous = signal.signal(signal.SIGINT, session.interrupt)
+    previous = signal.signal(signal.SIGINT, tracee.interrupt)
     try:
         yield
     finally:
@@ -360,23 +362,23 @@ def record(program, args=(), options=None, progress=None):
         raise RecordError(f"{path} has no function symbol '{options.until}'")
     started = time.monotonic()
     try:
-        session = _Session(path, list(args), info, options, progress)
+        tracee = _Tracee(path, list(args), info, options, progress)
     except OSError as error:
         raise RecordError(f"cannot run {path}: {error.strerror}") from None
     try:
-        session.run_to_start()
+        tracee.run_to_start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
-        with _ctrl_c_ends(session):
-            session.run()
+        with _ctrl_c_ends(tracee):
+            tracee.run()
     finally:
-        session.close()
+        tracee.close()
     buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
-    threads = session.recorded_threads()
-    recording = Recording(path, list(args), session.pid, session.status, session.detail, threads)
+    threads = tracee.recorded_threads()
+    recording = Recording(path, list(args), tracee.pid, tracee.status, tracee.detail, threads)
     recording.streams = {tid: recorder.finish(buffer_bytes) for tid, recorder in threads.items()}
-    recording.modules = {p: a for p, a in session.modules.modules.items()}
-    recording.stops = session.stops
-    recording.untraced_children = session.children
+    recording.modules = {p: a for p, a in tracee.modules.modules.items()}
+    recording.stops = tracee.stops
+    recording.untraced_children = tracee.children
     recording.tsc_zero_ns = tsc_zero
     if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
         recording.clock = clock_info(options.mtc_period, options.cycle_accurate)

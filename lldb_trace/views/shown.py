@@ -1,6 +1,7 @@
-"""The entries a view's walk produces and its writers print (LLDB's TraceDumper has TraceItem for this).
+"""What a dump shows: the values a view's walk produces and its writers print (LLDB's TraceDumper has
+TraceItem for this).
 
-An entry holds everything a writer needs, already looked up: the item or
+Each holds everything a writer needs, already looked up: the item or
 call, its Location, its timestamp in the unit the dump shows.  Writers only
 format; they never read the trace or ask a symbolizer.
 """
@@ -27,7 +28,7 @@ def shown_time(tsc: int | None, conversion: TscConversion | None) -> int | None:
 
 
 @dataclass(frozen=True)
-class InstructionEntry:
+class ShownInstruction:
     """One item of ``--instructions``: an instruction or a gap, with the events just before it."""
 
     item: Item
@@ -37,7 +38,7 @@ class InstructionEntry:
 
 
 @dataclass(frozen=True)
-class EventEntry:
+class ShownEvent:
     """One event of ``--only-events``; ``event.index`` is the item it came before."""
 
     event: EventRecord
@@ -45,7 +46,7 @@ class EventEntry:
 
 
 @dataclass(frozen=True)
-class CallEntry:
+class ShownCall:
     """One call of ``--function-calls``."""
 
     call: Call
@@ -83,11 +84,11 @@ class CallEntry:
 
 @dataclass(frozen=True)
 class ThreadDump:
-    """One thread's part of a dump: its entries in display order, and where the next dump continues."""
+    """One thread's part of a dump: what it shows in display order, and where the next dump continues."""
 
     pid: int
     tid: int
     has_trace: bool
     wall_clock: bool  # times are ns (the bundle converts TSC to wall-clock time), else TSC ticks
-    entries: list  # InstructionEntries, EventEntries or CallEntries, as the dump's mode says
+    shown: list  # ShownInstructions, ShownEvents or ShownCalls, as the dump's mode says
     next_start: int | None  # where Enter continues; None: the window reached the end

@@ -1,9 +1,10 @@
-"""The code of a traced process, read from its module files at their load addresses.
+"""The bytes of a traced process's modules (its code and constants), read from the module files at their
+load addresses.
 
 Both the decoder's block expansion and the post-mortem process's memory reads
-need it.  Each module file is mapped once, on first use, not read (see
-sources/mapped_file.py): a read touches only the pages it reads, so memory
-stays bounded by what is read, whatever size a segment claims.  A segment's
+need them.  Each module file is mapped once, on first use, not read (see
+sources/mapped_file.py): a read touches only the pages it reads, so what it
+costs stays bounded by what is read, whatever size a segment claims.  A segment's
 part past its file bytes (``.bss``: a ``static char big[3 << 30]`` gives a
 3 GiB one) reads as zeros and costs nothing.
 """
@@ -19,17 +20,17 @@ class AddressTypeError(LldbTraceError):
     """An address that is not an int (an API caller passed a string or None)."""
 
 
-class CodeMemory:
+class ModuleBytes:
     """Reads bytes of ``modules`` (bundle Modules, whose segments are at run-time addresses)."""
 
     def __init__(self, modules):
         self._segments = sorted(
             ((segment.vaddr, segment.vaddr + segment.memory_size, segment, module.path) for module in modules
              for segment in module.segments if segment.memory_size),
-            key=lambda entry: entry[0],
+            key=lambda placed: placed[0],
         )  # fmt: skip
-        self._starts = [entry[0] for entry in self._segments]
-        self._reach = list(accumulate((entry[1] for entry in self._segments), max))  # the furthest end up to each
+        self._starts = [placed[0] for placed in self._segments]
+        self._reach = list(accumulate((placed[1] for placed in self._segments), max))  # the furthest end up to each
         self._files = {}  # path -> its mapped bytes
 
     def segment_at(self, address):

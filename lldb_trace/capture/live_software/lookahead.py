@@ -3,7 +3,7 @@
 The live recorder stops a thread only at branches it cannot see through.
 From the current pc, straight-line code (fall-throughs, direct jumps and
 calls) is known from the code alone; a conditional or indirect branch needs
-the registers, which ``BranchEvaluator`` reads at the stop.  A route ends
+the registers, which ``BranchEvaluator`` reads at the stop.  The look-ahead ends
 at the first instruction whose successor is not known until the thread gets
 there, or at a watched address (a breakpoint, a return address) where the
 debugger must look.
@@ -12,11 +12,11 @@ debugger must look.
 from ...x86.branches import BranchEvaluator
 from ...x86.instructions import Transfer
 
-MAX_ROUTE = 100_000  # a longer branch-free run is cut here (it is an endless loop of direct jumps)
+MAX_AHEAD = 100_000  # a longer branch-free run is cut here (it is an endless loop of direct jumps)
 
 
-class Router:
-    """Routes of one process's code; straight lines are cached (code does not change under us)."""
+class Lookahead:
+    """Look-aheads in one process's code; straight lines are cached (code does not change under us)."""
 
     def __init__(self, classifier, read_memory):
         self.classifier = classifier
@@ -24,13 +24,13 @@ class Router:
         self._lines = {}  # (address, at_start) -> straight line, for the current watched set
         self._watched = None
 
-    def route(self, pc, register, watched):
+    def ahead(self, pc, register, watched):
         """``[pc, ..., end]``: the thread runs every address but the last, then stands at ``end``.
 
         None when the instruction at ``pc`` must be single-stepped (its successor is not known).
         """
         insn = self.classifier[pc]
-        if _ends_route(insn):
+        if _ends_lookahead(insn):
             if insn.transfer not in (Transfer.CONDITIONAL, Transfer.INDIRECT) or insn.repeats:
                 return None
             successor = self.evaluator.successor(pc, register)
@@ -54,11 +54,11 @@ class Router:
         path = []
         seen = set()
         classifier = self.classifier
-        while len(path) < MAX_ROUTE:
+        while len(path) < MAX_AHEAD:
             if (address in watched and (path or not at_start)) or address in seen:
                 break
             insn = classifier[address]
-            if _ends_route(insn):
+            if _ends_lookahead(insn):
                 break
             path.append(address)
             seen.add(address)
@@ -70,5 +70,5 @@ class Router:
         return path
 
 
-def _ends_route(insn):
+def _ends_lookahead(insn):
     return insn.transfer not in (Transfer.OTHER, Transfer.DIRECT) or insn.repeats
