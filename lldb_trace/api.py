@@ -39,6 +39,8 @@ from .process_trace import ProcessTrace, UnknownThreadError
 from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
 from .traced_thread import TracedThread
+from .values.accesses import accesses
+from .values.process_values import values_of
 
 if TYPE_CHECKING:
     from .analysis import ItemRange
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from .perf_data import BinarySearch
     from .subscribe import Event, WalkSummary
     from .symbolize import Location
+    from .values.recovery import Access, ThreadValues
 
     Callback = Callable[[Event], Any] | None
 
@@ -138,11 +141,38 @@ class ThreadTrace(TracedThread):
         line: tuple[str, int] | None = None,
         address: int | None = None,
         limit: int | None = None,
-    ) -> list[Match]:
+        write: int | None = None,
+        read: int | None = None,
+        size: int = 1,
+    ) -> list[Match] | list[Access]:
         """Executions newest first (history.Match): calls of ``function`` (a name or a glob; a call through a PLT
         stub counts for the stub's name and the function it reached, at that function's first instruction),
-        executions of ``line`` (``(file, line)``) or of the instruction at ``address``; exactly one of them."""
+        executions of ``line`` (``(file, line)``) or of the instruction at ``address``; exactly one of them.
+        With ``write`` (or ``read``) an address: the instructions that wrote (read) any of its ``size`` bytes,
+        newest first, as values.Access (old and new bytes where known; ``exact`` False: it may have)."""
+        if write is not None or read is not None:
+            return accesses(self.values(), write, read, size, limit)
         return queries.find(self.history, self.symbolizer, function, line, address, limit)
+
+    # -- values (lldb_trace.values) --------------------------------------------------------------------
+
+    def values(self) -> ThreadValues:
+        """The thread's value recovery (from the bundle's core files and the trace), made on first use."""
+        found = values_of(self.process_trace).thread(self.tid)
+        if found is None:
+            raise LldbTraceError(f"thread {self.tid} has no decoded instructions: no values to recover")
+        return found
+
+    def registers_at(self, index: int | None = None) -> dict[str, int | None]:
+        """The registers at item ``index`` (default: the position; ``item_count``: where the thread stopped),
+        before its instruction runs: name -> value, None where the trace and the known states do not tell."""
+        return self.values().registers_at(self.history.check(self.position if index is None else index))
+
+    def read_memory_at(self, index: int | None, address: int, size: int) -> tuple[bytes, bytes]:
+        """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is
+        0xff for each byte known there, 0 for each unknown one (its data byte is 0)."""
+        position = self.history.check(self.position if index is None else index)
+        return self.values().memory_at(position, address, size)
 
     # -- subscribers (lldb_trace.subscribe) -------------------------------------------------------------
 
@@ -174,14 +204,20 @@ class ThreadTrace(TracedThread):
         return f"{where}: {decoded.item_count} items, {decoded.instruction_count} instructions, {errors}>"
 
 
-def open_bundle(path: str | Path, disassembly_flavor: str = "att", binaries: BinarySearch | None = None) -> Trace:
+def open_bundle(
+    path: str | Path,
+    disassembly_flavor: str = "att",
+    binaries: BinarySearch | None = None,
+    core: str | Path | None = None,
+) -> Trace:
     """Load a bundle (file or folder) or a perf.data outside LLDB; errors are one-line LldbTraceErrors.
 
     Addresses are described from the modules' ELF and DWARF, disassembly in
     ``disassembly_flavor`` ("att" or "intel"); ``binaries`` (a perf_data.BinarySearch)
-    says where else a perf.data's binaries may be.
+    says where else a perf.data's binaries may be; ``core`` is a core file of a traced
+    process where its trace ends (it replaces a bundle's ``coreFile``), checked against the trace.
     """
-    bundle = load_trace(path, binaries)
+    bundle = load_trace(path, binaries, core)
     processes = [ProcessTrace(bundle, process) for process in bundle.processes]
     symbolizers = [ElfSymbolizer(p.process.modules, p.module_bytes, disassembly_flavor) for p in processes]
     return Trace(bundle, processes, symbolizers)

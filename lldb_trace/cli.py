@@ -112,6 +112,7 @@ def _record(args):
         buffer_kb=args.buffer,
         overflow_at=args.overflow_at,
         overflow_lost=args.overflow_lost,
+        cores=not args.no_core,
     )
     check_outdir(args.output, args.force)  # before minutes of recording, not after
     progress = RecordingProgress(sys.stderr)
@@ -144,6 +145,8 @@ def _record(args):
             "(the recorder follows only the process it starts)",
             file=sys.stderr,
         )
+    for problem in recording.cores.problems if recording.cores else ():
+        print(f"note: no core written: {problem}", file=sys.stderr)
     if recording.status == "crashed":
         print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
     if recording.status == "interrupted":
@@ -193,6 +196,11 @@ def _parser():
     rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")
     rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
     rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
+    rec.add_argument(
+        "--no-core",
+        action="store_true",
+        help="write no core files (cores/start.core, cores/end.core) and no syscall results (syscalls/)",
+    )
     rec.add_argument(
         "--format",
         choices=[name for name, _what in BUNDLE_FORMATS],

@@ -53,6 +53,10 @@ SYSROOT = Option(
     "r", "sysroot", "A perf.data's binaries may be at their paths under this root (repeatable).",
     value="DirectoryName", repeat=True,
 )  # fmt: skip
+CORE = Option(
+    "c", "core", "A core file of the traced process where its trace ends (for a perf.data, or to replace a bundle's"
+    " coreFile); checked against the trace.", value="Filename",
+)  # fmt: skip
 BUNDLE_FORMATS = (("json", "a trace bundle (default)"), ("perf", "a perf.data file"))  # what 'pt save' writes
 
 # The dumps (pt dump, lldb-trace dump); what each shows, and what its options mean, is views/options.py's.

@@ -10,6 +10,7 @@ from pathlib import Path
 from .bundle.loader import bundle_file, load_bundle
 from .perf.data_file import MAGIC, MAGIC_BIG_ENDIAN, MAGIC_VERSION_1
 from .perf_data.loading import load_perf_data
+from .values.core_match import with_checked_cores
 
 _MAGIC_SIZE = 8
 _KINDS = {MAGIC: "perf.data", MAGIC_BIG_ENDIAN: "perf.data", MAGIC_VERSION_1: "perf.data"}  # magic -> kind
@@ -32,10 +33,12 @@ def file_kind(path):
         return "bundle"  # the bundle loader says what is wrong with the file
 
 
-def load_trace(path, binaries=None):
+def load_trace(path, binaries=None, core=None):
     """The Bundle of a trace file: a JSON bundle (or a folder holding trace.json) or a perf.data.
 
     ``binaries`` (a perf_data.BinarySearch) says where else to look for the binaries a perf.data names.
+    ``core`` is the path of a core file of a traced process where its trace ends (``--core``): it replaces
+    that process's ``coreFile``.  Every core is checked against the trace (values/core_match.py).
     """
     path = bundle_file(Path(path).expanduser().absolute())
-    return LOADERS[file_kind(path)](path, binaries)
+    return with_checked_cores(LOADERS[file_kind(path)](path, binaries), core)

@@ -11,13 +11,13 @@ echo "== the program: test_traces/src/gradebook.c, recorded up to its crash in $
 .venv/bin/lldb --no-lldbinit --batch \
     -o "command script import lldb_trace" \
     -o "trace load $bundle/trace.json" \
-    -o "bt" \
-    -o "pt reverse-step" \
-    -o "pt reverse-step" \
-    -o "pt reverse-step" \
-    -o "pt reverse-finish" \
-    -o "pt find --line gradebook.c:23" \
-    -o "breakpoint set --file gradebook.c --line 23" \
+    -o "p *student" \
+    -o "pt find --write &student->course --size 8" \
+    -o "watchpoint set expression -s 8 -- &student->course" \
     -o "pt reverse-continue" \
+    -o "p student->count" \
     -o "pt reverse-step" \
+    -o "pt reverse-step" \
+    -o "p student->count" \
+    -o "bt" \
     -o "trace dump"

@@ -42,7 +42,7 @@ CASES = [
     (HISTORY / "tailcall", 18330, ["tailcall.c"]),
     (HISTORY / "qsort_callback", 18211, ["qsort_callback.c"]),
     (HISTORY / "lines", 18182, ["lines.c"]),
-    (HISTORY / "gradebook", 18418, ["gradebook.c"]),
+    (HISTORY / "gradebook", 6289, ["gradebook.c"]),
     (HISTORY / "nodebug", 18243, ["nodebug.c", "nodebug_lib.c"]),
 ]
 CASE_IDS = [f"{folder.name}-{tid}" for folder, tid, _ in CASES]

@@ -18,6 +18,8 @@ from .stops import stop_from_json
 DEFAULT_TRIPLE = "x86_64-unknown-linux-gnu"
 DEFAULT_KERNEL_LOAD_ADDRESS = 0xFFFFFFFF81000000
 BUNDLE_FILE_IN_DIRECTORY = "trace.json"
+# A process's core files: (bundle key, Process field, what the file is in messages).
+_CORE_KEYS = (("coreFile", "core_file", "core file"), ("startCoreFile", "start_core_file", "start state core file"))
 _MACHINES = {"x86_64": "EM_X86_64", "i386": "EM_386", "i486": "EM_386", "i586": "EM_386", "i686": "EM_386"}
 
 
@@ -153,7 +155,12 @@ class _Builder:
         modules = tuple(self._module(f"{where}.modules[{i}]", m, arch) for i, m in enumerate(process["modules"]))
         self._check_disjoint(f"{where}.modules", modules)
         children = tuple(process.get("untracedChildren", ()))
-        return Process(process["pid"], triple, threads, modules, untraced_children=children)
+        cores = {
+            field: self._file(f"{where}.{key}", process[key], what, "fix the path, or remove the key")
+            for key, field, what in _CORE_KEYS
+            if key in process
+        }
+        return Process(process["pid"], triple, threads, modules, untraced_children=children, **cores)
 
     def _check_disjoint(self, where, modules):
         """Modules of one process cannot share addresses: the decoder would find only one of them there."""
@@ -179,12 +186,14 @@ class _Builder:
         self._claim(f"{where}.tid", "tid", thread["tid"])
         stop = thread.get("stopReason")
         stop = stop_from_json(stop) if stop is not None else None
+        results = thread.get("syscallResults")
+        results = results and self._file(f"{where}.syscallResults", results, "system call results file")
         key = "iptTrace" if self.native else "traceFile"
         if key not in thread:
-            return Thread(thread["tid"], None, stop)
+            return Thread(thread["tid"], None, stop, results)
         if per_cpu:
             raise BundleError(f"{self.path}: {where}.{key}: a bundle with per-cpu traces ('cpus') has no thread traces")
-        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]), stop)
+        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]), stop, results)
 
     def _cpu(self, where, cpu):
         self._claim(f"{where}.id", "cpu", cpu["id"])

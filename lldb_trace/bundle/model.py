@@ -128,9 +128,15 @@ class ThreadStop:
 
 @dataclass(frozen=True)
 class Thread:
+    """``syscall_results``: the JSON file of what each system call returned (``syscallResults``), or None;
+    ``core_position``: with a process's core, whether it holds this thread's state at its trace's last
+    instruction, before it ran (values.core_match.LAST) or after its last item (END); None without one."""
+
     tid: int
     trace: Path | None
     stop: ThreadStop | None = None
+    syscall_results: Path | None = None
+    core_position: str | None = None
 
     @property
     def trace_size(self):
@@ -160,6 +166,8 @@ class Process:
     missing_modules: tuple[MissingModule, ...] = ()
     name: str | None = None  # the command name a perf.data recorded
     untraced_children: tuple[int, ...] = ()  # pids of the processes it created that ran without tracing
+    core_file: Path | None = None  # an ELF core of the process where its trace ends ("coreFile")
+    start_core_file: Path | None = None  # the same where its recording started ("startCoreFile")
 
 
 @dataclass(frozen=True)

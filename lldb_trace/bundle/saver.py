@@ -42,6 +42,7 @@ class SaveThread:
     trace: bytes | None
     stop: ThreadStop | None = None
     breaks: tuple = ()  # where the trace was lost (a perf.data's): a bundle cannot say so, a perf.data can
+    syscall_results: str | None = None  # the bundle's file of its syscall results (written by the caller)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class SaveProcess:
     threads: tuple  # SaveThread
     modules: tuple  # SaveModule
     untraced_children: tuple = ()  # pids of the processes it created that ran without tracing
+    core_file: str | None = None  # the bundle's file of its core where the trace ends (written by the caller)
+    start_core_file: str | None = None  # the same where recording started
 
 
 def bundle_paths(path):
@@ -61,12 +64,12 @@ def bundle_paths(path):
     return path, path / "trace.json"
 
 
-def save_bundle(path, cpu, processes, copy_images=False, force=False, tsc_conversion=None):
-    """Write the bundle; returns the bundle file's path."""
+def save_bundle(path, cpu, processes, copy_images=False, force=False, tsc_conversion=None, extra_files=None):
+    """Write the bundle, with ``extra_files`` (as :func:`write_files` takes them: a process's core); returns the
+    bundle file's path."""
     directory, bundle_file = bundle_paths(path)
-    write_files(
-        directory, bundle_file.name, bundle_files(bundle_file.name, cpu, processes, copy_images, tsc_conversion), force
-    )
+    files = bundle_files(bundle_file.name, cpu, processes, copy_images, tsc_conversion)
+    write_files(directory, bundle_file.name, {**files, **(extra_files or {})}, force)
     return bundle_file
 
 
@@ -234,6 +237,10 @@ def _process(process, copy_images):
     }
     if process.untraced_children:
         document["untracedChildren"] = list(process.untraced_children)
+    if process.core_file is not None:
+        document["coreFile"] = process.core_file
+    if process.start_core_file is not None:
+        document["startCoreFile"] = process.start_core_file
     return document
 
 
@@ -243,4 +250,6 @@ def _thread(thread):
         listed["iptTrace"] = _trace_name(thread.tid)
     if thread.stop is not None:
         listed["stopReason"] = stop_json(thread.stop)
+    if thread.syscall_results is not None:
+        listed["syscallResults"] = thread.syscall_results
     return listed

@@ -10,7 +10,7 @@ import sys
 import lldb
 
 from ..debugger.interpreter import run_command
-from . import frames_on_demand, register_read, routing, unknown_values
+from . import frames_on_demand, history_watchpoints, register_read, routing, unknown_values
 from .base import CONTAINER
 from .dump import DumpCommand
 from .export import ExportCommand
@@ -45,6 +45,7 @@ def register(debugger):
     register_read.install(debugger)
     frames_on_demand.install(debugger)
     unknown_values.install(debugger)
+    history_watchpoints.install(debugger)
     # The live recorder reads about 40 registers at every stop it predicts from: one 'g' packet
     # instead of a 'p' packet per register (3.9 ms -> 1.2 ms).  It applies to processes launched
     # or attached from now on; older LLDBs without the setting just keep 'p' packets.

@@ -1,4 +1,5 @@
-"""``pt find``: where in a thread's history a function was called, a line ran or an address executed."""
+"""``pt find``: where in a thread's history a function was called, a line ran, an address executed, or some
+bytes were written or read."""
 
 import lldb
 
@@ -6,6 +7,9 @@ from ..debugger import histories
 from ..errors import LldbTraceError
 from ..history import queries
 from ..option_table import TID, Option
+from ..values.accesses import accesses
+from ..values.process_values import values_of
+from ..views.accesses import accesses_json, accesses_text, shown_accesses
 from ..views.matches import matches_json, matches_text, shown_matches
 from .base import TidOptionCommand, help_paragraphs, parse_number
 
@@ -16,13 +20,18 @@ class FindCommand(TidOptionCommand):
     name = "find"
     short_help = "List where in the trace a function was called, a source line ran or an address executed."
     long_help = help_paragraphs(
-        "Usage: pt find --function NAME | --line FILE:LINE | --address ADDR [-c N] [-t TID] [--json]",
+        "Usage: pt find --function NAME | --line FILE:LINE | --address ADDR | --write ADDR | --read ADDR [--size N]"
+        " [-c N] [-t TID] [--json]",
         "Searches the whole history of the selected thread (or -t TID) and lists the matching executions newest"
         " first: the item index ('pt goto INDEX' stands there), the call depth, the timestamp when the trace has"
         " them, and the function. --function lists the calls of the function, at its first instruction: calls"
         " that ran it or went through its PLT stub (an IFUNC's variant, such as __strcpy_avx2 for strcpy);"
         " --line the executions of the line's first instruction; --address those of one instruction. -c N shows"
         f" the newest N (default {DEFAULT_COUNT}; 0: all).",
+        "--write ADDR lists the instructions that wrote any of the --size N bytes (default 1) at ADDR (an address"
+        " or an expression, e.g. &student->course), with the old and new values where they are known; --read"
+        " those that read them. An instruction whose address is not known at its position may have touched them:"
+        " it is listed as 'may write'. ADDR's bytes are looked for as the selected thread saw them.",
     )
 
     options = (
@@ -30,6 +39,11 @@ class FindCommand(TidOptionCommand):
         Option("f", "function", "Calls of this function.", "FunctionName"),
         Option("l", "line", "Executions of this source line (FILE:LINE).", "FileLineColumn"),
         Option("a", "address", "Executions of the instruction at this address.", "AddressOrExpression"),
+        Option("w", "write", "Instructions that wrote these bytes (an address or an expression).",
+               "AddressOrExpression"),
+        Option("r", "read", "Instructions that read these bytes.", "AddressOrExpression"),
+        Option("s", "size", "How many bytes from the --write/--read address (default 1).", "ByteSize", "number",
+               default=1),
         Option("c", "count", f"How many to list, newest first (default {DEFAULT_COUNT}; 0: all).", "Count", "number",
                default=DEFAULT_COUNT),
         Option("j", "json", "Print JSON."),
@@ -41,12 +55,15 @@ class FindCommand(TidOptionCommand):
             raise LldbTraceError(
                 f"'{self.full_name}' takes options only: --function NAME, --line FILE:LINE or --address ADDR"
             )
-        function, line, address = _search(parser)
         target = debugger.GetSelectedTarget()
         trace = histories.trace_of(target)
         tid = self._tid(target, trace)
         history = histories.history_of(target, tid, trace)
         count = int(parser.count)
+        if parser.was_set("write") or parser.was_set("read"):
+            self._accesses(parser, target, trace, tid, history, count, result)
+            return
+        function, line, address = _search(parser)
         matches = queries.find(history, history.symbolizer, function, line, address, limit=count + 1 if count else None)
         more = bool(count) and len(matches) > count
         shown = shown_matches(matches[:count] if count else matches, history.symbolizer)
@@ -55,6 +72,28 @@ class FindCommand(TidOptionCommand):
         else:
             what = function or (f"{line[0]}:{line[1]}" if line else f"0x{address:x}")
             result.AppendMessage(matches_text(shown, f"{what} in the trace of thread tid {tid}", more))
+        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+    def _accesses(self, parser, target, trace, tid, history, count, result):
+        if sum(parser.was_set(name) for name in ("function", "line", "address", "write", "read")) != 1:
+            raise LldbTraceError("give exactly one of --function, --line, --address, --write and --read")
+        writes = parser.was_set("write")
+        address = _address(target, parser.write if writes else parser.read)
+        size = int(parser.size)
+        values = values_of(trace).thread(tid)
+        if values is None:
+            raise LldbTraceError(f"thread {tid} has no decoded instructions")
+        found = accesses(values, address if writes else None, None if writes else address, size, None)
+        exact = [k for k, access in enumerate(found) if access.exact]
+        more = bool(count) and len(exact) > count
+        if more:  # -c counts the instructions that did access the bytes, not those that may have
+            found = found[: exact[count]]
+        shown = shown_accesses(found, history.pc_at, history.symbolizer, (address, size))
+        if parser.was_set("json"):
+            result.AppendMessage(accesses_json(shown))
+        else:
+            what = f"{'wrote' if writes else 'read'} the {size} byte(s) at 0x{address:x} (thread tid {tid})"
+            result.AppendMessage(accesses_text(shown, what, more))
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
     def _tid(self, target, trace):
@@ -66,6 +105,18 @@ class FindCommand(TidOptionCommand):
         if not thread.IsValid():
             raise LldbTraceError("no thread is selected: 'thread select N' or give -t TID")
         return thread.GetThreadID()
+
+
+def _address(target, text):
+    """An address given as a number, or as an expression evaluated in the selected frame (``&ada.course``)."""
+    number = parse_number(text)
+    if number is not None:
+        return number
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    value = frame.EvaluateExpression(text) if frame.IsValid() else target.EvaluateExpression(text)
+    if not value.GetError().Success():
+        raise LldbTraceError(f"'{text}' is no address: {value.GetError().GetCString()}")
+    return value.GetValueAsUnsigned()
 
 
 def _search(parser):

@@ -17,9 +17,11 @@ from .base import CONTAINER, EncodableResult, TraceCommand, help_paragraphs, par
 HISTORY_HELP = (
     "Positions are item indices as 'trace dump --instructions' numbers them (0: the oldest); the end is where"
     " the thread stopped. At a past position 'bt', 'frame select', 'source list', 'disassemble -p' and 'thread"
-    " list' describe that point; 'register read' knows only the pc, locals are unavailable, and only module"
-    " memory is readable. On a live process the past is shown in a history view (a second target over the same"
-    " trace); the process itself is never touched, and 'pt goto end' returns to it."
+    " list' describe that point; 'register read', 'frame variable', 'p' and 'memory read' show the values known"
+    " there (from a core file where the trace ends and the state where recording started, carried along the"
+    " trace) and say which are not known. Watchpoints set on a trace stop 'pt continue' and 'pt"
+    " reverse-continue' right after a write. On a live process the past is shown in a history view (a second"
+    " target over the same trace); the process itself is never touched, and 'pt goto end' returns to it."
 )
 
 

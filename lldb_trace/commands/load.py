@@ -5,7 +5,7 @@ import lldb
 from ..debugger import registry
 from ..debugger.postmortem import create_targets
 from ..decode.truncation import find_file_cut
-from ..option_table import SEARCH_PATH, SYSROOT, Option
+from ..option_table import CORE, SEARCH_PATH, SYSROOT, Option
 from ..perf_data import BinarySearch
 from ..trace_files import load_trace
 from ..views import info_text
@@ -29,19 +29,31 @@ class LoadCommand(TraceCommand):
         " (~/.debug), else from the same path under each --sysroot, else from each --search-path folder (by path"
         " or file name); a build-id that differs (the program was rebuilt) is passed over. A binary not found"
         " leaves its code a gap in the trace, named by 'trace dump'.",
+        "A process's core file where its trace ends (a bundle's 'coreFile', or --core CORE for a perf.data or to"
+        " replace the bundle's) gives the values at the end of its history; one of another process, another build"
+        " or another moment than where the trace ends is refused, naming the mismatch.",
         "--verbose also prints what each target holds, as 'trace dump' shows it: the CPU, every module (file"
         " read, load address, size, uuid) and every thread's trace.",
     )
 
-    options = (Option("v", "verbose", "Also print each target's modules and threads' traces."), SEARCH_PATH, SYSROOT)
+    options = (
+        Option("v", "verbose", "Also print each target's modules and threads' traces."),
+        SEARCH_PATH,
+        SYSROOT,
+        CORE,
+    )
     arguments = ("Filename", "plus")
 
     def run(self, debugger, args, exe_ctx, result):
         if not args:
             result.SetError("give the bundle to load: pt load BUNDLE.json ('pt schema all' shows the formats)")
             return
+        core = self.get_parser().core if self.get_parser().was_set("core") else None
+        if core is not None and len(args) > 1:
+            result.SetError(f"--core goes with one trace file, not {len(args)}: load the others separately")
+            return
         binaries = BinarySearch.default(self.values("sysroot"), self.values("search-path"))
-        bundles = [load_trace(path, binaries) for path in args]  # check every bundle before creating any target
+        bundles = [load_trace(path, binaries, core) for path in args]  # check every bundle before creating any target
         for bundle in bundles:
             targets = create_targets(debugger, bundle)
             result.AppendMessage(f"Loaded {bundle.path} ({bundle.format}, {bundle.cpu}):")

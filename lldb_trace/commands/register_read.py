@@ -1,14 +1,26 @@
-"""``register read`` in an outer frame of a trace: an error naming what the trace knows, not frame 0's registers.
+"""``register read`` on a trace: the registers not known at a position named as such, and an outer frame's.
 
-A trace knows one register, frame 0's pc.  LLDB gives an outer frame of a
-ScriptedProcess no registers of its own: it answers with frame 0's when the
-frame runs the same function (frames without stack addresses look the same
-to LLDB), and "invalid frame" otherwise.  So in an outer frame of a trace
-the override says what is known instead: where that frame resumes.
+At a position in history frame 0 shows the registers whose values are known
+there (debugger/register_layout.py); LLDB would call any other one an invalid
+register name, so the override lists them as not known at this position (and
+a named one gets that error).  LLDB gives an outer frame of a ScriptedProcess
+no registers of its own: it answers with frame 0's when the frame runs the
+same function (frames without stack addresses look the same to LLDB), and
+"invalid frame" otherwise.  So in an outer frame of the trace's calls the
+override says what is known instead: where that frame resumes.  Where LLDB
+unwinds the frames itself (a core's state at the end) its command runs.
 """
+
+import shlex
+
+import lldb
 
 from ..debugger import histories
 from ..errors import LldbTraceError
+from ..values.machine_state import GENERAL
+
+_running = []  # non-empty while LLDB's own command runs inside the override
+_ALIASES = {"pc": "rip", "sp": "rsp", "fp": "rbp", "flags": "rflags"}  # LLDB's generic names
 
 
 def install(debugger):
@@ -16,19 +28,56 @@ def install(debugger):
 
 
 def _override(debugger):
-    def override(*_argv):
+    def override(*argv):
+        if _running:
+            return False
         try:
             text = outer_frame_registers(debugger)
+            if text is None:
+                return _unknown_registers(debugger, list(argv[2:]))
         except LldbTraceError as error:
             text = f"error: {error}"
-        if text is None:
-            return False  # frame 0, or not a trace: LLDB's own command runs
         output = debugger.GetErrorFile()
         output.Write(f"{text}\n".encode())
         output.Flush()
         return True
 
     return override
+
+
+def _unknown_registers(debugger, arguments):
+    """At frame 0 in history: LLDB's answer for the known registers, "not known" for the rest (True: done)."""
+    target = debugger.GetSelectedTarget()
+    if not histories.shows_history(target) or any(word.startswith("-") for word in arguments):
+        return False
+    frame = target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
+    known = {register.GetName() for group in frame.GetRegisters() for register in group}
+    if not known or known.issuperset(GENERAL):
+        return False  # every register is known (a core's state): LLDB's own command
+    names = shlex.split(" ".join(arguments))
+    known |= {alias for alias, name in _ALIASES.items() if name in known}
+    unknown = [name for name in (names or GENERAL) if name.lstrip("$") not in known]
+    asked = [name for name in names if name.lstrip("$") in known]
+    if names and not unknown:
+        return False
+    result = lldb.SBCommandReturnObject()
+    if asked or not names:
+        _running.append(True)
+        try:
+            debugger.GetCommandInterpreter().HandleCommand(" ".join(["register read", *asked]), result)
+        finally:
+            _running.pop()
+    output = debugger.GetOutputFile()
+    output.Write(result.GetOutput().encode())
+    if not names:
+        output.Write(f"not known at this position: {', '.join(unknown)}\n".encode())
+    else:
+        errors = debugger.GetErrorFile()
+        for name in unknown:
+            errors.Write(f"error: {name} is not known at this position\n".encode())
+        errors.Flush()
+    output.Flush()
+    return True
 
 
 def outer_frame_registers(debugger):

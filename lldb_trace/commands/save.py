@@ -1,12 +1,35 @@
 """``pt save PATH`` (and ``trace save``): write the selected target's trace as a portable bundle."""
 
+import shutil
+
 import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
+from ..debugger.core_snapshot import core_name, live_snapshot
+from ..debugger.live_session import session_for
 from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
+from ..values.core_writer import write_core
 from .base import TraceCommand
 from .selection import selected_trace
+
+END_CORE, START_CORE = "cores/end.core", "cores/start.core"
+
+
+def _syscalls_name(tid):
+    return f"syscalls/{tid}.json"
+
+
+def kept_states(process):
+    """A loaded trace's known states to copy into the saved bundle: ``{place in the bundle: writer(path)}``
+    (its cores and system calls' results; a saved trace shows the same values as the loaded one)."""
+    sources = {END_CORE: process.core_file, START_CORE: process.start_core_file}
+    sources.update({_syscalls_name(thread.tid): thread.syscall_results for thread in process.threads})
+    return {place: _copier(source) for place, source in sources.items() if source is not None}
+
+
+def _copier(source):
+    return lambda place: shutil.copyfile(source, place)
 
 
 class SaveCommand(TraceCommand):
@@ -21,13 +44,17 @@ class SaveCommand(TraceCommand):
         "--format perf writes PATH as a Linux perf.data file instead, as 'perf record -e intel_pt//u' would have"
         " (per thread, or per cpu with its context switches for a per-cpu trace): 'perf script --itrace=i0ns' and"
         " 'trace load' read it. It names each module by the path of the file it was read from; --copy-images does"
-        " not apply."
+        " not apply.\n"
+        "--no-core leaves out the ELF core written for a live process traced with 'pt start': PATH/cores/<pid>.core,"
+        " named by the bundle's coreFile, the state where its trace ends (what 'trace load' shows values in the past"
+        " from). A perf.data gets no core."
     )
 
     options = (
         Option("c", "copy-images", "Copy every module file into the bundle."),
         Option("f", "force", "Overwrite existing files."),
         Option("F", "format", "What to write.", choices=BUNDLE_FORMATS, default="json"),
+        Option("n", "no-core", "Write no core file of a live process."),
     )
     arguments = ("Filename", "plain")
 
@@ -35,7 +62,7 @@ class SaveCommand(TraceCommand):
         if len(args) != 1:
             result.SetError("give one place to save to: pt save PATH (a directory or a .json file)")
             return
-        _target, process_trace = selected_trace(debugger, exe_ctx)
+        target, process_trace = selected_trace(debugger, exe_ctx)
         bundle = process_trace.bundle
         process = process_trace.process
         modules = [SaveModule(m.system_path, m.path, m.load_address, m.build_id or m.uuid) for m in process.modules]
@@ -43,14 +70,25 @@ class SaveCommand(TraceCommand):
             SaveModule(name, None, address, None, contents=data)
             for name, address, data in process_trace.source.memory_modules()
         ]
+        parser = self.get_parser()
+        live = session_for(target) is not None and target.GetProcess().IsValid()
+        keeps_states = parser.format != "perf" and not parser.was_set("no-core")
+        extra = kept_states(process) if keeps_states and not live else {}  # a loaded trace's own files
         threads = tuple(
             SaveThread(
-                tid, process_trace.trace_bytes(tid), process_trace.thread_stop(tid), process_trace.source.breaks(tid)
+                tid,
+                process_trace.trace_bytes(tid),
+                process_trace.thread_stop(tid),
+                process_trace.source.breaks(tid),
+                syscall_results=_syscalls_name(tid) if _syscalls_name(tid) in extra else None,
             )
             for tid in process_trace.tids
         )
-        saved = SaveProcess(process.pid, process.triple, threads, tuple(modules), process.untraced_children)
-        parser = self.get_parser()
+        core = core_name(process.pid) if (live and keeps_states) or END_CORE in extra else None
+        saved = SaveProcess(
+            process.pid, process.triple, threads, tuple(modules), process.untraced_children, core_file=core,
+            start_core_file=START_CORE if START_CORE in extra else None,
+        )  # fmt: skip
         if parser.format == "perf":
             path = save_perf_data(
                 args[0], saved, bundle.cpu, bundle.tsc_conversion, cpu_streams(bundle), parser.was_set("force")
@@ -58,8 +96,19 @@ class SaveCommand(TraceCommand):
             result.AppendMessage(f"Saved the trace of process {process.pid} to {path} (perf.data)")
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
             return
+        if END_CORE in extra:
+            extra[core] = extra.pop(END_CORE)
+        elif core is not None:  # written into the bundle's staging folder with the rest: all of it appears, or none
+            snapshot = live_snapshot(target.GetProcess())
+            extra[core] = lambda place: write_core(snapshot, place)
         path = save_bundle(
-            args[0], bundle.cpu, [saved], parser.was_set("copy-images"), parser.was_set("force"), bundle.tsc_conversion
+            args[0],
+            bundle.cpu,
+            [saved],
+            parser.was_set("copy-images"),
+            parser.was_set("force"),
+            bundle.tsc_conversion,
+            extra,
         )
         result.AppendMessage(f"Saved the trace of process {process.pid} to {path}")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)

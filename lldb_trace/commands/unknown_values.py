@@ -27,15 +27,22 @@ import lldb
 
 from ..debugger import registry
 from ..debugger.histories import shows_history
+from ..debugger.register_layout import X86_REGISTER_NAMES
 from ..debugger.scripted_process import name_asked_address
+from ..debugger.shown_state import known_memory
 from .routing import quote
 
 EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
 VARIABLES = ("frame variable", "target variable")
+_UNKNOWN_REGISTER = re.compile(r"undeclared identifier '\$(\w+)'")
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
 _UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's result (a struct's field) back
 _UNREAD_VALUE = re.compile(r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>")
 UNKNOWN_VALUE = "<not known at this position>"
+WHY_UNKNOWN = (
+    "a trace records which instructions ran, not the data they used, and the known states (a core file where the"
+    " trace ends, the state where recording started) and the instructions between do not determine it"
+)
 _SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
 _LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
 _BAD_START = "invalid start address expression"
@@ -67,6 +74,10 @@ def _override(debugger, evaluates):
             _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(UNKNOWN_VALUE, result.GetOutput()))
             return True
         error = result.GetError()
+        register = _UNKNOWN_REGISTER.search(error)
+        if evaluates and register is not None and register.group(1) in X86_REGISTER_NAMES:
+            _write(debugger.GetErrorFile(), f"error: ${register.group(1)} is not known at this position\n")
+            return True
         found = _FAILED_READ.search(error)
         if not evaluates or (found is None and _UNREAD_RESULT not in error):
             return False  # an error of another kind: LLDB runs its command again, for its status
@@ -95,7 +106,7 @@ def _memory_override(debugger):
             arguments[start] = f"{address[0]:#x}"
             name_asked_address(address[0])
             result = _run(debugger, _memory_read(arguments))
-        unknown = _writable_shown(registry.for_target(target), result.GetOutput())
+        unknown = _writable_shown(target, registry.for_target(target), result.GetOutput())
         if unknown is not None:
             _write(debugger.GetErrorFile(), f"error: {_unknown_memory(target, unknown)}\n")
             return True
@@ -156,21 +167,22 @@ def _global_address(target, text):
     return None
 
 
-def _writable_shown(trace, output):
-    """The first address memory read's ``output`` shows from a writable section of a module, or None."""
+def _writable_shown(target, trace, output):
+    """The first address memory read's ``output`` shows from a writable section of a module that the process
+    does not know there (LLDB then shows the module file's bytes instead), or None."""
     starts = [int(address, 16) for address in _SHOWN_LINE.findall(output)]
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else start + _LINE_BYTES
         found = trace.module_bytes.first_writable(start, end)
-        if found is not None:
+        if found is not None and len(known_memory(target, start, end - start)) < end - start:
             return found
     return None
 
 
 def _unknown_memory(target, address):
     return (
-        f"memory at {address:#x}{_place(target, address)} is not known at this position: a trace records which "
-        "instructions ran, not the memory they wrote (the module file holds only what the program started with)"
+        f"memory at {address:#x}{_place(target, address)} is not known at this position: {WHY_UNKNOWN} (the module"
+        " file holds only what the program started with)"
     )
 
 
@@ -179,10 +191,7 @@ def _unknown_value(target, text, found):
     if found is not None:
         address = int(found.group(1), 16)
         needs = f" (it needs {address:#x}{_place(target, address)})"
-    return (
-        f"{text or 'the value'} is not known at this position: a trace records which instructions ran, not "
-        f"the memory they read and wrote{needs}; only code and read-only data can be read"
-    )
+    return f"{text or 'the value'} is not known at this position{needs}: {WHY_UNKNOWN}"
 
 
 def _place(target, address):

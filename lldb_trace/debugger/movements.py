@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import lldb
 
 from ..history import HistoryError
-from . import histories, history_view
+from . import histories, history_view, history_watchpoints
 
 
 @dataclass(frozen=True)
@@ -33,24 +33,31 @@ def move(debugger, request):
     tid = thread.GetThreadID()
     history = histories.history_of(target, tid, trace)
     before = history.position
-    movement = _perform(history, request, target)
+    history_watchpoints.forget_stops(target, tid)
+    movement, watched = _perform(history, request, target, trace, tid)
     shown = history_view.show(debugger, target, tid, history.at_end)
-    return _report(movement, shown, history, moved=history.position != before)
+    return _report(movement, shown, history, moved=history.position != before, watched=watched)
 
 
-def _perform(history, request, target):
+def _perform(history, request, target, trace, tid):
+    """``(Movement, the watchpoint report's lines or None)``."""
     if request.kind == "goto":
-        return history.goto(_position(history, request.position))
+        return history.goto(_position(history, request.position)), None
     breakpoints = histories.breakpoint_locations(target, history)
     if request.kind == "continue":
-        return history.continue_(breakpoints, request.reverse)
+        positions, stops = history_watchpoints.stop_positions(target, trace, tid)
+        movement = history.continue_(breakpoints, request.reverse, positions)
+        if movement.position in stops and movement.message is None:
+            watchpoint, access = stops[movement.position]
+            return movement, history_watchpoints.note_stop(target, trace, tid, movement.position, watchpoint, access)
+        return movement, None
     step = getattr(history, request.kind)
     movement = step(request.reverse, breakpoints)
     for _ in range(request.count - 1):
         if movement.message or movement.breakpoint is not None:
             break
         movement = step(request.reverse, breakpoints)
-    return movement
+    return movement, None
 
 
 def _position(history, position):
@@ -68,11 +75,11 @@ def _position(history, position):
     return history.check(position)
 
 
-def _report(movement, thread, history, moved):
-    lines = []
+def _report(movement, thread, history, moved, watched=None):
+    lines = list(watched or ())
     if movement.message:
         lines.append(movement.message)
-    if not moved and not movement.message and movement.breakpoint is None:
+    if not moved and not movement.message and movement.breakpoint is None and not watched:
         lines.append(f"Already at {history.describe()}.")
     stream = lldb.SBStream()
     if thread.IsValid() and thread.GetStatus(stream):

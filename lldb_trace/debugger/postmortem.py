@@ -110,6 +110,9 @@ def _launch(debugger, target, key):
     launch_info.SetScriptedProcessDictionary(arguments)
     was_async = debugger.GetAsync()
     debugger.SetAsync(False)
+    # LLDB reads memory in whole cache lines from the line's start and keeps them between stops; a position's
+    # known bytes can begin mid-line and change with the position: read exactly what is asked, every time.
+    debugger.HandleCommand("settings set target.process.disable-memory-cache true")
     try:
         error = lldb.SBError()
         process = target.Launch(launch_info, error)

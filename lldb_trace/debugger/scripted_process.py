@@ -9,8 +9,11 @@ it exited, "end of trace" when the bundle does not say how it stopped; after
 ``pt goto`` or a step through history,
 at that instruction, its stop reason naming the position.  Its frames are the
 calls open there.  The only register the trace knows is the pc, so that is
-the only register shown.  Memory is served from the module files: code and
-read-only data are what a trace can vouch for.
+the only register shown, unless values are known there (shown_state.py: a
+core file at the trace's end, values recovered along the trace): then the
+known registers are shown, and LLDB asks for them again at every stop
+(register_layout.py).  Memory is the modules' code and read-only data, and
+what is known at the selected thread's position.
 
 A movement updates the position, then resumes this process synchronously:
 LLDB then reads the threads and their frames again (history_view.py).
@@ -21,8 +24,10 @@ import struct
 import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
-from . import registry
+from . import history_watchpoints, registry
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames
+from .register_layout import register_bytes, register_info, register_values
+from .shown_state import ShownState, shown_state
 
 # A stop that is no signal (an exit, the end of the trace, a position in history) is a SIGSTOP stop worded as
 # what it is: LLDB resumes a scripted thread whose stop reason is none or trace, and a signal it does not stop
@@ -36,8 +41,8 @@ def _held(description):
 
 
 UNKNOWN_MEMORY = (
-    "is not known at this position: a trace records which instructions ran, not the stack, heap or writable data "
-    "they used; only the modules' code and read-only data can be read"
+    "is not known at this position: a trace records which instructions ran, not the data they used; what the "
+    "known states (a core file, the recording's start) and the instructions between do not determine is unknown"
 )
 _asked = [None]  # the address the user's memory read names (commands/unknown_values.py), for the message
 
@@ -83,6 +88,7 @@ class TraceProcess(ScriptedProcess):
         self.trace = registry.by_key(args.GetValueForKey("key").GetStringValue(100))
         self.pid = self.trace.pid
         self.loaded_images = [_image(module) for module in self.trace.process.modules]
+        self.finding_state = False  # a thread's ShownState is being found: memory reads serve the modules only
         for index, tid in enumerate(self.trace.tids):
             self.threads[index] = TraceThread(self, tid, index)
 
@@ -90,13 +96,35 @@ class TraceProcess(ScriptedProcess):
         """The modules' code and read-only data; fewer bytes than asked where they end (LLDB reads in whole
         cache lines); an error where nothing there is known, naming the address the user gave when a command
         said it (LLDB asks for its cache line, from an address the user never wrote)."""
-        data = self.trace.module_bytes.read_unchanging(addr, size) if size else b""
+        state = self._reading_state()
+        module_bytes = self.trace.module_bytes
+        data = b""
+        if size:
+            data = state.read_memory(module_bytes, addr, size) if state else module_bytes.read_unchanging(addr, size)
         if size and not data:
             error.SetErrorString(_unknown_memory(addr, size))
             return lldb.SBData()
         result = lldb.SBData()
         result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away
         return result
+
+    def _reading_state(self):
+        """The selected thread's ShownState for a memory read; None (the modules' bytes only) for a read LLDB
+        makes while a thread's state is being found (finding it asks LLDB things that read memory), or when
+        finding it fails."""
+        if self.finding_state:
+            return None
+        try:
+            return self.selected_thread_state()
+        except Exception:  # a bug, or a known state that cannot be read: the modules' bytes are still right
+            return None
+
+    def selected_thread_state(self):
+        """The ShownState of the thread the user has selected: memory is read at its position."""
+        selected = self.target.GetProcess().GetSelectedThread()
+        tid = selected.GetThreadID() if selected.IsValid() else self.trace.tids[0]
+        thread = next((t for t in self.threads.values() if t.tid == tid), None) or self.threads[0]
+        return thread.shown()
 
     def is_alive(self):
         return True
@@ -127,8 +155,38 @@ class TraceThread(ScriptedThread):
         self.stop = self.trace.thread_stop(tid)
 
     def get_register_info(self):
-        self.register_info = _PC_ONLY
-        return _PC_ONLY
+        """The registers known at the thread's position (LLDB asks again at each stop); the pc alone while
+        LLDB's base class is still making the thread."""
+        if not hasattr(self, "trace"):
+            self.register_info = _PC_ONLY
+            return _PC_ONLY
+        registers, fpregs, unwinds = self._registers()
+        self.register_info = register_info(register_values(registers, fpregs), unwinds)
+        return self.register_info
+
+    def shown(self):
+        """The ShownState at the thread's position (kept while it stands there: memory reads ask often)."""
+        process = self.originating_process
+        if process.finding_state:  # asked again while finding it (LLDB read memory meanwhile): what is kept
+            return getattr(self, "_shown", None) or ShownState({"rip": self.trace.end_ip(self.tid) or 0})
+        process.finding_state = True
+        try:
+            history, pc = self._history(), self._pc()
+            key = (history.position if history is not None else None, pc)
+            if getattr(self, "_shown_key", None) != key:
+                self._shown = shown_state(self.trace, self.tid, history, pc)
+                self._shown_key = key
+            return self._shown
+        finally:
+            process.finding_state = False
+
+    def _registers(self):
+        """``(registers, fpregs, whether LLDB unwinds the frames from them)`` at the thread's position."""
+        try:
+            state = self.shown()
+        except Exception:  # a bug, or a known state that cannot be read: the pc is still right
+            return {"rip": self._pc()}, None, False
+        return state.registers, state.fpregs, state.unwinds
 
     def _history(self):
         """The thread's ThreadHistory; None until its whole trace is decoded, or when it has no instructions."""
@@ -177,7 +235,8 @@ class TraceThread(ScriptedThread):
         except Exception as error:  # a bug: LLDB would resume a thread without a stop reason, forever
             return f"history: {history.describe()}; its frames could not be found ({type(error).__name__}: {error})"
         breakpoint = breakpoint_locations(self.target, history).get(history.pc)
-        at = f"breakpoint {breakpoint}, " if breakpoint else ""
+        watched = history_watchpoints.stop_at(self.target, self.tid, history.position)
+        at = f"watchpoint {watched[0]}, " if watched else f"breakpoint {breakpoint}, " if breakpoint else ""
         oldest = ""
         if shown and shown[-1][0].outermost_traced:  # numbered as bt lists them
             oldest = f"; frame #{shown_frame_count(self.target, shown) - 1} is the oldest traced frame"
@@ -189,6 +248,11 @@ class TraceThread(ScriptedThread):
         return "its trace holds no instructions: where it stopped is unknown"
 
     def get_stackframes(self):
+        try:
+            if self.shown().unwinds:
+                return []  # a core's state: LLDB unwinds the frames from its registers and memory
+        except Exception:  # a bug, or an unreadable core: the trace's frames
+            pass
         history = self._history()
         if history is None:
             pc = self._pc()
@@ -200,4 +264,9 @@ class TraceThread(ScriptedThread):
         return [{"idx": index, "pc": pc} for index, (_frame, pc) in enumerate(shown)]
 
     def get_register_context(self):
-        return struct.pack("<Q", self._pc())
+        """The values of the registers known at the position, laid out as get_register_info says there (LLDB
+        asks for them at a stop before it asks for the layout again: both come from the position)."""
+        if not hasattr(self, "trace"):
+            return struct.pack("<Q", 0)
+        registers, fpregs, _ = self._registers()
+        return register_bytes(register_values(registers, fpregs))

@@ -178,9 +178,13 @@ class ThreadHistory:
         self.reverse_finished = reverse and movement.message is None and movement.breakpoint is None
         return movement
 
-    def continue_(self, breakpoints: Iterable[int], reverse: bool = False) -> Movement:
-        """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction."""
-        movement = search.continue_to(self, self.hits(breakpoints), reverse)
+    def continue_(self, breakpoints: Iterable[int], reverse: bool = False, also: np.ndarray | None = None) -> Movement:
+        """To the nearest execution of one of ``breakpoints`` (load addresses) in that direction, or of the
+        positions ``also`` (sorted: where watchpoints stop)."""
+        found = self.hits(breakpoints)
+        if also is not None and len(also):
+            found = np.union1d(found, also)
+        movement = search.continue_to(self, found, reverse)
         return self.move(gaps.settle(self, movement, self.position))  # the beginning may be a gap
 
     def find(self, addresses: Iterable[int] = (), entries: Iterable[int] = (), limit: int | None = None) -> list[Match]:

@@ -19,7 +19,7 @@ from .paths import HISTORY, TRACES
 PROGRAMS = [
     (TRACES / "basic", 5662, "basic"),
     (HISTORY / "recursion", 18153, "recursion"),
-    (HISTORY / "gradebook", 18418, "gradebook"),
+    (HISTORY / "gradebook", 6289, "gradebook"),
 ]
 BUNDLE_OF = {program: bundle for bundle, _tid, program in PROGRAMS} | {"threads": TRACES / "threads"}
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2", reason="pip install perfetto")

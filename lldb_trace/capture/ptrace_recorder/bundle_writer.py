@@ -2,7 +2,10 @@
 
 Layout of OUTDIR: the saver's bundle (``trace.json``, ``traces/<tid>.intelpt_trace``, with
 ``copy_program`` the executable under ``modules/``; with ``--format perf``, ``perf.data`` instead of
-the first two), then ``ground_truth/<tid>.txt`` and ``recording.json`` (how the recording ended, the
+the first two), ``cores/start.core`` and ``cores/end.core`` (the process where recording started and
+ended, named by the bundle's process; beside perf.data too, loaded with ``trace load perf.data --core
+cores/end.core``), ``syscalls/<tid>.json`` (each thread's syscall results, named by its thread; JSON
+bundle only), then ``ground_truth/<tid>.txt`` and ``recording.json`` (how the recording ended, the
 pids of the processes it created that ran untraced, and every file written).  The whole folder appears
 at once; an earlier recording there is replaced only when forced, and a folder holding anything the
 recorder did not write only gets the bundle's files added (see bundle.saver.write_files).
@@ -31,11 +34,24 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
         SaveModule(path, Path(path), address, ElfInfo(path).build_id, copy=copy_program and path == recording.program)
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
     )
-    threads = tuple(SaveThread(tid, recording.streams[tid], recording.stops.get(tid)) for tid in recording.threads)
+    syscalls = {tid: f"syscalls/{tid}.json" for tid in recording.syscall_results}
+    threads = tuple(
+        SaveThread(tid, recording.streams[tid], recording.stops.get(tid), syscall_results=syscalls.get(tid))
+        for tid in recording.threads
+    )
+    cores = {name: f"cores/{name}" for name in (recording.cores.paths if recording.cores else {})}
     conversion = None
     if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
         conversion = TscConversion(1, 0, recording.tsc_zero_ns)
-    process = SaveProcess(recording.pid, TRIPLE, threads, modules, tuple(recording.untraced_children))
+    process = SaveProcess(
+        recording.pid,
+        TRIPLE,
+        threads,
+        modules,
+        tuple(recording.untraced_children),
+        core_file=cores.get("end.core"),
+        start_core_file=cores.get("start.core"),
+    )
     cpu = replace(SOFTWARE_CPU, clock=recording.clock)
     main_file = BUNDLE_FILE
     if file_format == "perf":  # the trace as perf.data; the program is named by its path (copied under modules/)
@@ -46,6 +62,8 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
         )
     else:
         files = bundle_files(BUNDLE_FILE, cpu, [process], tsc_conversion=conversion)
+        files.update({syscalls[tid]: text for tid, text in recording.syscall_results.items()})
+    files.update({cores[name]: Path(path) for name, path in recording.cores.paths.items()} if cores else {})
     for tid, flow in recording.threads.items():
         files[f"ground_truth/{tid}.txt"] = flow.truth.write
     files[RECORDING_FILE] = json.dumps(_status(recording, sorted([*files, RECORDING_FILE])), indent=2) + "\n"
@@ -66,6 +84,7 @@ def _status(recording, files):
         "detail": recording.detail,
         "instructions": {str(tid): len(flow.truth.addresses) for tid, flow in recording.threads.items()},
         "untracedChildren": recording.untraced_children,
+        "coreProblems": recording.cores.problems if recording.cores else [],
         "seconds": round(recording.seconds, 3),
         "files": files,
     }

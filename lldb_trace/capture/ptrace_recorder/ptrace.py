@@ -21,23 +21,35 @@ PTRACE_POKETEXT = 4
 PTRACE_POKEUSER = 6
 PTRACE_CONT = 7
 PTRACE_SINGLESTEP = 9
+PTRACE_GETREGS = 12
+PTRACE_GETFPREGS = 14
 PTRACE_DETACH = 17
 PTRACE_SETOPTIONS = 0x4200
 PTRACE_GETEVENTMSG = 0x4201
+PTRACE_GETSIGINFO = 0x4202
 
 PTRACE_O_TRACEFORK = 0x2
 PTRACE_O_TRACEVFORK = 0x4
 PTRACE_O_TRACECLONE = 0x8
+PTRACE_O_TRACEEXIT = 0x40
 PTRACE_O_EXITKILL = 0x100000
 PTRACE_EVENT_FORK = 1
 PTRACE_EVENT_VFORK = 2
 PTRACE_EVENT_CLONE = 3
+PTRACE_EVENT_EXIT = 6  # a thread about to exit, its registers and memory still there
 CREATION_EVENTS = (PTRACE_EVENT_FORK, PTRACE_EVENT_VFORK, PTRACE_EVENT_CLONE)  # a new task: its id is the message
 
 ADDR_NO_RANDOMIZE = 0x0040000
 WALL = 0x40000000  # __WALL: wait for threads too
 
-# Offsets into struct user_regs_struct (x86-64), in bytes.
+# struct user_regs_struct (x86-64), in its order: what PTRACE_GETREGS and a core's NT_PRSTATUS hold.
+USER_REGS = (
+    "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi",
+    "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
+)  # fmt: skip
+SIGINFO_SIZE = 128
+FPREGS_SIZE = 512  # struct user_fpregs_struct: the FXSAVE area (x87, MXCSR, xmm0-15)
+# Offsets into struct user_regs_struct, in bytes.
 REG_RIP = 16 * 8
 REG_RAX = 10 * 8
 REG_ORIG_RAX = 15 * 8
@@ -46,6 +58,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _ptrace = _libc.ptrace
 _ptrace.restype = c_long
 _ptrace.argtypes = [c_long, c_int, c_void_p, c_void_p]
+_tgkill = _libc.tgkill
+_tgkill.restype = c_int
+_tgkill.argtypes = [c_int, c_int, c_int]
 _personality = _libc.personality
 _personality.restype = c_int
 _personality.argtypes = [ctypes.c_ulong]
@@ -97,13 +112,35 @@ def launch(program, args, env=None, aslr=False):
     if not os.WIFSTOPPED(status) or os.WSTOPSIG(status) != signal.SIGTRAP:
         raise PtraceError(f"{program} did not stop after exec (wait status {status:#x})")
     # Every new task stops first, so the recorder sees it: a thread to record, or a process to let go.
-    options = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL
+    # Exits stop too, so the state where the recording ends can be saved while the process is still there.
+    options = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL
     ptrace(PTRACE_SETOPTIONS, pid, 0, options)
     return pid
 
 
 def get_rip(tid):
     return ptrace(PTRACE_PEEKUSER, tid, REG_RIP) & 0xFFFFFFFFFFFFFFFF
+
+
+def get_regs(tid):
+    """Every register of struct user_regs_struct, by name (USER_REGS), as unsigned 64-bit values."""
+    regs = (ctypes.c_ulonglong * len(USER_REGS))()
+    ptrace(PTRACE_GETREGS, tid, 0, ctypes.addressof(regs))
+    return dict(zip(USER_REGS, regs, strict=True))
+
+
+def get_fpregs(tid):
+    """The thread's FXSAVE area (struct user_fpregs_struct, FPREGS_SIZE bytes)."""
+    area = ctypes.create_string_buffer(FPREGS_SIZE)
+    ptrace(PTRACE_GETFPREGS, tid, 0, ctypes.addressof(area))
+    return area.raw
+
+
+def get_siginfo(tid):
+    """The siginfo_t (128 bytes) of the signal thread ``tid`` is stopped for."""
+    info = ctypes.create_string_buffer(SIGINFO_SIZE)
+    ptrace(PTRACE_GETSIGINFO, tid, 0, ctypes.addressof(info))
+    return info.raw
 
 
 def set_rip(tid, rip):
@@ -146,6 +183,14 @@ def wait_any():
             continue
         except ChildProcessError:
             return None, None
+
+
+def stop_thread(pid, tid):
+    """Send SIGSTOP to thread ``tid`` of process ``pid`` alone (its wait then reports the stop)."""
+    ctypes.set_errno(0)
+    if _tgkill(pid, tid, signal.SIGSTOP) == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 def kill(pid):

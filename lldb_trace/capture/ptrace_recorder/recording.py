@@ -18,27 +18,22 @@ cannot show.
 
 import contextlib
 import os
-import shutil
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
 
 from ...bundle.model import ThreadStop
-from ...elf_info import ElfInfo
-from ...errors import LldbTraceError
-from ...x86.instructions import Classifier
+from ...x86.instructions import Classifier, Transfer
 from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..encoder.timing_packets import clock_info
 from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
-from . import ptrace
+from . import core_snapshot, ptrace
+from .program_checks import RecordError, resolve_program
 from .stop_signal import signal_name, stop_of
+from .syscall_results import SyscallLog
 
 PROGRESS_STOPS = 4096  # stops between two progress reports
-
-
-class RecordError(LldbTraceError):
-    """The program cannot be recorded as asked."""
 
 
 @dataclass
@@ -54,6 +49,7 @@ class RecordOptions:
     overflow_at: int | None = None
     overflow_lost: int = 64
     aslr: bool = False
+    cores: bool = True  # the cores where recording starts and ends, and each syscall's results
 
 
 @dataclass
@@ -71,22 +67,12 @@ class Recording:
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
     clock: object = None  # the ClockInfo of MTC/CYC packets, when recorded
     seconds: float = 0.0
+    cores: object = None  # core_snapshot.Cores: the cores written where recording started and ended
+    syscall_results: dict = field(default_factory=dict)  # tid -> JSON text of its syscall results
 
     @property
     def instructions(self):
         return sum(len(recorder.truth.addresses) for recorder in self.threads.values())
-
-
-def resolve_program(program):
-    """The absolute path of an x86-64 ELF executable, or a one-line error."""
-    path = program if "/" in program else shutil.which(program)
-    if not path or not os.path.exists(path):
-        raise RecordError(f"program not found: {program}")
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise RecordError(f"{path} is not an executable file")
-    info = ElfInfo(path)
-    info.require_x86_64()
-    return os.path.abspath(path), info
 
 
 class _WaitInterruptedError(Exception):
@@ -122,6 +108,8 @@ class _Tracee:
         self.stops = {}
         self.progress = progress
         self.interrupted = self.waiting = False
+        self.cores = core_snapshot.Cores(self.pid, self.memory, program, args) if options.cores else None
+        self.syscalls = SyscallLog(self.pid, self.memory) if options.cores else None
         # A PIE's symbols are file addresses: add where the loader put the file.
         self.bias = (self.modules.bias_of(program) or 0) - info.first_load_vaddr if info.is_pie else 0
         self.until = info.symbol(options.until) + self.bias if options.until else None
@@ -220,6 +208,9 @@ class _Tracee:
                 sig = os.WSTOPSIG(status)
                 if status >> 16 in ptrace.CREATION_EVENTS:
                     self._created(tid, status >> 16, self._new_thread)
+                if status >> 16 == ptrace.PTRACE_EVENT_EXIT:
+                    self._exiting(tid)
+                    continue
                 ptrace.cont(tid, 0 if sig in (signal.SIGTRAP, signal.SIGSTOP) else sig)
                 continue
             if self.recorders[tid] is None:
@@ -229,6 +220,7 @@ class _Tracee:
                 break
         if self.interrupted:
             self.status, self.detail = "interrupted", "stopped by the user"
+            self._end_core()
             self._end_all("interrupted")
 
     def _created(self, tid, event, new_thread):
@@ -286,17 +278,26 @@ class _Tracee:
         """Handle one stop of a recorded thread; True when the recording is over."""
         recorder = self.recorders[tid]
         sig, event = os.WSTOPSIG(status), status >> 16
+        syscall = self.syscalls.entries.pop(tid, None) if self.syscalls is not None else None
         if event in ptrace.CREATION_EVENTS:
             self._created(tid, event, self._new_thread)
             ptrace.step(tid)
             return False
+        if event == ptrace.PTRACE_EVENT_EXIT:
+            self._exiting(tid)
+            return False
         if sig == signal.SIGTRAP:
             new_ip = ptrace.get_rip(tid)
             recorder.stepped(new_ip)
+            if syscall is not None:
+                self.syscalls.returned(tid, syscall)
             if new_ip == self.until:
                 self.status, self.detail = "until", f"thread {tid} reached {self.options.until}"
+                self._end_core(tid)
                 self._end_all(f"reached {self.options.until}")
                 return True
+            if self.syscalls is not None and self.classifier[new_ip].transfer == Transfer.FAR:
+                self.syscalls.entering(tid, len(recorder.truth.addresses), new_ip)
             ptrace.step(tid)
             return False
         if sig == signal.SIGSTOP:
@@ -307,6 +308,8 @@ class _Tracee:
     def _deliver(self, tid, recorder, sig):
         if not (caught_signals(tid) or 0) >> (sig - 1) & 1:
             self.delivered[tid] = stop_of(tid, sig, recorder.current)
+            if core_snapshot.fatal(tid, sig):
+                self._end_core(tid, sig)  # at the faulting instruction, the signal not yet delivered
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
         ptrace.step(tid, sig)
@@ -320,6 +323,17 @@ class _Tracee:
             return False
         return self._stopped(tid, status)
 
+    def _end_core(self, tid=None, sig=0):
+        if self.cores is not None:
+            self.cores.end(tid, sig, self.recorders, self._thread_gone)
+
+    def _exiting(self, tid):
+        """Thread ``tid`` stopped before exiting: when the process ends with it, the end core is taken now."""
+        with contextlib.suppress(ptrace.PtraceError):
+            if self.cores is not None and self.cores.process_ends_with(tid):
+                self._end_core(tid)
+            ptrace.cont(tid)
+
     def close(self):
         self.modules.refresh()
         ptrace.kill(self.pid)
@@ -331,7 +345,10 @@ class _Tracee:
             tid, status = ptrace.wait_any()
             if tid is None:
                 break
-            if os.WIFSTOPPED(status) and not self._ours(tid):  # a child caught while being created
+            if os.WIFSTOPPED(status) and status >> 16 == ptrace.PTRACE_EVENT_EXIT:
+                with contextlib.suppress(ptrace.PtraceError):
+                    ptrace.cont(tid)  # killed: let it end
+            elif os.WIFSTOPPED(status) and not self._ours(tid):  # a child caught while being created
                 self.children.append(tid)
                 with contextlib.suppress(ptrace.PtraceError):
                     ptrace.detach(tid)
@@ -367,6 +384,8 @@ def record(program, args=(), options=None, progress=None):
         raise RecordError(f"cannot run {path}: {error.strerror}") from None
     try:
         tracee.run_to_start()
+        if tracee.cores is not None:
+            tracee.cores.start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
         with _ctrl_c_ends(tracee):
             tracee.run()
@@ -383,4 +402,8 @@ def record(program, args=(), options=None, progress=None):
     if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
         recording.clock = clock_info(options.mtc_period, options.cycle_accurate)
     recording.seconds = time.monotonic() - started
+    if tracee.cores is not None:
+        recording.cores = tracee.cores
+    if tracee.syscalls is not None:
+        recording.syscall_results = tracee.syscalls.files(threads)
     return recording

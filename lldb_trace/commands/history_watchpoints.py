@@ -1,0 +1,161 @@
+"""LLDB's ``watchpoint`` commands on a loaded trace: set, list, delete, enable and disable the plugin's own.
+
+On a trace target LLDB answers ``watchpoint set`` with "watchpoints are not
+supported" (its process is a ScriptedProcess), so these commands are
+overridden there, as the routed ``trace`` commands are: ``watchpoint set
+variable`` and ``watchpoint set expression`` add a history watchpoint
+(debugger/history_watchpoints.py) that ``pt continue`` and ``pt
+reverse-continue`` stop at, and ``watchpoint list/delete/enable/disable`` show
+and manage them as LLDB shows its own.  On any other target LLDB's commands run.
+"""
+
+import shlex
+
+from ..debugger import history_watchpoints
+from ..debugger.histories import shows_history
+from ..errors import LldbTraceError
+from .base import parse_number
+
+_KINDS = {"write": "write", "w": "write", "read": "read", "r": "read", "read_write": "read_write", "rw": "read_write",
+          "modify": "modify", "m": "modify"}  # fmt: skip
+_SHORT_KIND = {"write": "w", "read": "r", "read_write": "rw", "modify": "m"}
+
+
+def install(debugger):
+    interpreter = debugger.GetCommandInterpreter()
+    commands = {
+        "watchpoint set variable": _set_variable,
+        "watchpoint set expression": _set_expression,
+        "watchpoint list": _list,
+        "watchpoint delete": _delete,
+        "watchpoint enable": lambda target, args: _enable(target, args, True),
+        "watchpoint disable": lambda target, args: _enable(target, args, False),
+    }
+    for command, run in commands.items():
+        interpreter.SetCommandOverrideCallback(command, _override(debugger, command, run))
+
+
+def _override(debugger, command, run):
+    words = len(command.split())  # LLDB passes the whole command line, or its words one by one
+
+    def override(*argv):
+        target = debugger.GetSelectedTarget()
+        if not shows_history(target):
+            return False  # a live process or a core: LLDB's own watchpoints
+        try:
+            text = run(target, " ".join(" ".join(argv).split(" ")[words:]).strip())
+            stream = debugger.GetOutputFile()
+        except LldbTraceError as error:
+            text, stream = f"error: {error}", debugger.GetErrorFile()
+        stream.Write(f"{text}\n".encode())
+        stream.Flush()
+        return True
+
+    return override
+
+
+class WatchpointError(LldbTraceError):
+    """A watchpoint command given wrongly."""
+
+
+def _options(text):
+    """``(kind, size or None, the rest)`` from ``[-w KIND] [-s SIZE] [--] REST``."""
+    words = shlex.split(text)
+    kind, size = "write", None
+    while words and words[0].startswith("-"):
+        option = words.pop(0)
+        if option == "--":
+            break
+        if option in ("-w", "--watch") and words:
+            kind = _KINDS.get(words.pop(0))
+            if kind is None:
+                raise WatchpointError("-w takes read, write, read_write or modify")
+        elif option in ("-s", "--size") and words:
+            size = parse_number(words.pop(0))
+            if size not in (1, 2, 4, 8):
+                raise WatchpointError("-s takes 1, 2, 4 or 8")
+        else:
+            raise WatchpointError(f"unknown option '{option}' (give -w KIND, -s SIZE)")
+    return kind, size, " ".join(words)
+
+
+def _set_variable(target, args):
+    kind, size, name = _options(args)
+    if not name:
+        raise WatchpointError("give a variable to watch: watchpoint set variable NAME")
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    value = frame.GetValueForVariablePath(name)
+    if not value.IsValid() or value.GetError().Fail():
+        raise WatchpointError(f"no variable '{name}' in the selected frame")
+    address = value.GetLoadAddress()
+    if address == 0xFFFFFFFFFFFFFFFF:
+        raise WatchpointError(f"'{name}' is not in memory (a register variable): watch an address instead")
+    declared = value.GetDeclaration()
+    where = f"{declared.GetFileSpec().fullpath}:{declared.GetLine()}" if declared.IsValid() else None
+    return _added(target, address, size or value.GetByteSize(), kind, name, where)
+
+
+def _set_expression(target, args):
+    kind, size, expression = _options(args)
+    if not expression:
+        raise WatchpointError("give an address: watchpoint set expression -- ADDRESS")
+    address = parse_number(expression)
+    if address is None:
+        frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+        value = frame.EvaluateExpression(expression)
+        if value.GetError().Fail():
+            raise WatchpointError(f"'{expression}' is no address: {value.GetError().GetCString()}")
+        address = value.GetValueAsUnsigned()
+    return _added(target, address, size or 8, kind, expression, None)
+
+
+def _added(target, address, size, kind, spec, declared):
+    watchpoint = history_watchpoints.add(target, address, size, kind, spec, declared)
+    return (
+        "Watchpoint created: "
+        + _describe(watchpoint)
+        + ("\n(a history watchpoint: 'pt continue' and 'pt reverse-continue' stop right after each write)")
+    )
+
+
+def _describe(watchpoint):
+    state = "enabled" if watchpoint.enabled else "disabled"
+    text = (f"Watchpoint {watchpoint.id}: addr = 0x{watchpoint.address:x} size = {watchpoint.size}"
+            f" state = {state} type = {_SHORT_KIND[watchpoint.kind]}")  # fmt: skip
+    if watchpoint.declared:
+        text += f"\n    declare @ '{watchpoint.declared}'"
+    spec = "variable" if watchpoint.declared else "expression"
+    return text + f"\n    watchpoint spec = '{watchpoint.spec}' ({spec})\n    hit_count = {watchpoint.hit_count}"
+
+
+def _list(target, _args):
+    found = history_watchpoints.watchpoints(target)
+    if not found:
+        return "No watchpoints currently set."
+    return "Current watchpoints:\n" + "\n".join(_describe(watchpoint) for watchpoint in found)
+
+
+def _chosen(target, args):
+    found = history_watchpoints.watchpoints(target)
+    ids = [parse_number(word) for word in shlex.split(args)]
+    if None in ids:
+        raise WatchpointError(f"watchpoint ids are numbers: '{args}'")
+    unknown = [str(i) for i in ids if i not in {w.id for w in found}]
+    if unknown:
+        raise WatchpointError(f"no watchpoint {', '.join(unknown)} ('watchpoint list' lists them)")
+    return [w for w in found if not ids or w.id in ids]
+
+
+def _delete(target, args):
+    chosen = _chosen(target, args)
+    found = history_watchpoints.watchpoints(target)
+    for watchpoint in chosen:
+        found.remove(watchpoint)
+    return f"{len(chosen)} watchpoints deleted."
+
+
+def _enable(target, args, enabled):
+    chosen = _chosen(target, args)
+    for watchpoint in chosen:
+        watchpoint.enabled = enabled
+    return f"{len(chosen)} watchpoints {'enabled' if enabled else 'disabled'}."

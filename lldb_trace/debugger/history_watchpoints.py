@@ -1,0 +1,105 @@
+"""Watchpoints on a loaded trace: the bytes to watch, and where in a thread's history they were written.
+
+LLDB refuses ``watchpoint set`` on a ScriptedProcess ("watchpoints are not
+supported"), so the plugin keeps a trace target's watchpoints itself
+(commands/history_watchpoints.py routes LLDB's ``watchpoint`` commands here)
+and ``pt continue``/``pt reverse-continue`` stop at them: right after the
+instruction that wrote the bytes (frame #0 at the instruction after the store,
+as GDB and rr stop), with the old and new values where they are known.  A
+write whose address is not known at its position is no stop: it may not have
+touched the bytes, and stopping at every unknown store would stop everywhere.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..values.process_values import values_of
+
+
+@dataclass
+class HistoryWatchpoint:
+    """One watchpoint: ``kind`` is "write", "read", "read_write" or "modify" (a write that changes the value)."""
+
+    id: int
+    address: int
+    size: int
+    kind: str
+    spec: str  # what the user watched: a variable path or an expression
+    declared: str | None = None  # where the variable is declared, as LLDB says it
+    enabled: bool = True
+    hit_count: int = 0
+
+
+_lists: dict = {}  # target id -> [HistoryWatchpoint]
+_last_ids: dict = {}  # target id -> the last id given: ids are not reused after a delete, as LLDB's are not
+_stops: dict = {}  # (target id, tid, position) -> the stop's description lines
+
+
+def watchpoints(target):
+    return _lists.setdefault(target.GetProcess().GetUniqueID(), [])
+
+
+def add(target, address, size, kind, spec, declared=None):
+    key = target.GetProcess().GetUniqueID()
+    _last_ids[key] = _last_ids.get(key, 0) + 1
+    watchpoint = HistoryWatchpoint(_last_ids[key], address, size, kind, spec, declared)
+    watchpoints(target).append(watchpoint)
+    return watchpoint
+
+
+def stop_positions(target, trace, tid):
+    """``(sorted positions, {position: (watchpoint, Access)})``: where the enabled watchpoints stop thread ``tid``
+    (the position after each access they watch)."""
+    stops = {}
+    enabled = [w for w in watchpoints(target) if w.enabled]
+    values = values_of(trace).thread(tid) if enabled else None
+    if values is None:
+        return np.zeros(0, dtype=np.int64), stops
+    for watchpoint in enabled:
+        kinds = (
+            ("read", "write")
+            if watchpoint.kind == "read_write"
+            else ("read",)
+            if watchpoint.kind == "read"
+            else ("write",)
+        )
+        for access in values.accesses(watchpoint.address, watchpoint.size, kinds):
+            if not access.exact:
+                continue
+            if watchpoint.kind == "modify" and access.old is not None and access.old == access.new:
+                continue
+            stops.setdefault(access.position + 1, (watchpoint, access))
+    return np.array(sorted(stops), dtype=np.int64), stops
+
+
+def note_stop(target, trace, tid, position, watchpoint, access):
+    """Remember that thread ``tid`` stands at ``position`` because of ``watchpoint``; the report's lines."""
+    watchpoint.hit_count += 1
+    values = values_of(trace).thread(tid)
+    before = _value(*values.memory_at(position - 1, watchpoint.address, watchpoint.size))
+    after = _value(*values.memory_at(position, watchpoint.address, watchpoint.size))
+    lines = [f"Watchpoint {watchpoint.id} hit:", f"old value: {before}", f"new value: {after}"]
+    if access.kind == "read":
+        lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
+    _stops[(target.GetProcess().GetUniqueID(), tid, position)] = (watchpoint.id, lines)
+    return lines
+
+
+def forget_stops(target, tid):
+    """Thread ``tid`` moves: where it stood for a watchpoint is no longer where it stands."""
+    key = target.GetProcess().GetUniqueID()
+    for stop in [stop for stop in _stops if stop[0] == key and stop[1] == tid]:
+        del _stops[stop]
+
+
+def stop_at(target, tid, position):
+    """``(watchpoint id, lines)`` when thread ``tid`` stopped at ``position`` for a watchpoint, else None."""
+    return _stops.get((target.GetProcess().GetUniqueID(), tid, position))
+
+
+def _value(data, mask):
+    """Little-endian bytes as LLDB shows a watched value; "<unknown>" unless every byte is known."""
+    if mask.count(0xFF) != len(data):
+        return "<unknown>"
+    return f"0x{int.from_bytes(data, 'little'):0{2 * len(data)}x}" if len(data) <= 8 else data.hex()

@@ -1,0 +1,104 @@
+"""What a traced thread shows LLDB at its position: the registers and memory known there.
+
+At the end of a trace whose process has a core file, the thread shows the
+core: every register of it, all its memory, and LLDB unwinds the frames from
+them as it unwinds a core (``unwinds``).  Anywhere else the thread shows what
+the recovery (lldb_trace.values) proves at its position.  Its frames are
+LLDB's own unwinding too where the recovery knows the registers that frame 0
+unwinds from and the stack holds every return address of the trace's frames,
+in order (LLDB then finds the same frames, and gives each the frame base its
+variables need); elsewhere they are the trace's calls, frames without
+registers (LLDB can show no variable of those).  Without a recovery (a thread
+with no decoded instructions) only the pc is known.  The modules' code and
+read-only data are known everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..values.process_values import values_of
+
+if TYPE_CHECKING:
+    from ..values.recovery import ThreadValues
+
+
+@dataclass
+class ShownState:
+    """``registers``: name -> value of the known ones; ``fpregs``: a core's FXSAVE area; ``unwinds``: LLDB
+    finds the frames from these registers and memory (a core's state), not from the trace's calls."""
+
+    registers: dict
+    fpregs: bytes | None = None
+    unwinds: bool = False
+    values: ThreadValues | None = field(default=None, repr=False)
+    position: int | None = None
+    core: object = field(default=None, repr=False)
+
+    def read_memory(self, module_bytes, address, size):
+        """The bytes known from ``address`` on (fewer than ``size`` where one is not known; b"" for none)."""
+        fixed = module_bytes.read_unchanging(address, size)
+        if fixed:
+            return fixed
+        if self.core is not None:
+            return self.core.read(address, size)
+        if self.values is None or self.position is None:
+            return b""
+        data, mask = self.values.memory_at(self.position, address, size)
+        known = mask.find(b"\x00")
+        return data if known < 0 else data[:known]
+
+
+def shown_state(trace, tid, history, pc):
+    """The ShownState of thread ``tid`` of ProcessTrace ``trace`` standing at ``history``'s position (None:
+    not decoded yet, at the end) with pc ``pc``."""
+    values = values_of(trace)
+    core = values.end_core
+    at_end = history is None or history.at_end
+    if at_end and core is not None and core.thread(tid) is not None:  # the core is the state where the trace ends
+        thread = core.thread(tid)
+        registers = dict(thread.registers, rflags=core.state(tid).registers.get("rflags"))
+        return ShownState(registers, thread.fpregs, True, core=core)
+    recovery = values.thread(tid) if history is not None or not at_end else None
+    if recovery is None:
+        return ShownState({"rip": pc})
+    position = history.position if history is not None else len(recovery.addresses)
+    registers = {name: value for name, value in recovery.registers_at(position).items() if value is not None}
+    registers["rip"] = pc
+    state = ShownState(registers, values=recovery, position=position)
+    if history is not None and _unwindable(state, history):
+        state.unwinds = True
+    return state
+
+
+_UNWIND_REGISTERS = ("rsp", "rbp")
+_STACK_WORDS = 4096  # how far above the stack pointer return addresses are looked for (32 KiB)
+
+
+def _unwindable(state, history):
+    """Whether LLDB's unwinding from ``state`` finds the trace's frames: frame 0's stack and frame pointers are
+    known, and the known stack above the stack pointer holds each outer frame's return address, in order."""
+    if not all(name in state.registers for name in _UNWIND_REGISTERS):
+        return False
+    frames = history.frames()
+    expected = [frame.resumes_at for frame in frames[1:]]
+    if None in expected or any(frame.asynchronous for frame in frames):
+        return False  # a gap lost a call, or a signal frame: the trace's frames say more
+    address = state.registers["rsp"]
+    for _ in range(_STACK_WORDS):
+        if not expected:
+            return True
+        data, mask = state.values.memory_at(state.position, address, 8)
+        if mask == b"\xff" * 8 and int.from_bytes(data, "little") == expected[0]:
+            expected.pop(0)
+        address += 8
+    return not expected
+
+
+def known_memory(target, address, size):
+    """The bytes from ``address`` on that a loaded trace's process knows at its selected thread's position."""
+    process = target.GetProcess().GetScriptedImplementation()
+    if process is None or not hasattr(process, "selected_thread_state"):
+        return b""
+    return process.selected_thread_state().read_memory(process.trace.module_bytes, address, size)

@@ -1,0 +1,275 @@
+"""The values of one window of a thread's history, solved to a fixed point from the known states at its edges.
+
+A register's value is one unknown per *segment* (structure.py).  A memory
+byte keeps its value between two writes to it: a *generation*.  A
+write whose address is unknown, an instruction that may write anything
+(a syscall without recorded results, an opaque instruction), a gap or an
+asynchronous transfer (*cut*: the next address is no successor of the
+instruction: a signal, the kernel) ends every generation: a *barrier*.
+With ``shared`` memory (other threads run) every instruction is a barrier:
+nothing says a byte is still what it was one instruction earlier.
+
+Facts come from *pins* (a known state at one position: the end, the start,
+or a neighbouring window's edge), from the code and read-only constants (read_code)
+and from the branches the trace took (a je taken after ``test r12, r12``:
+r12 was 0), and flow through the instructions' rules (rules.py, emulator.py)
+both ways; a learned segment wakes the instructions that mention it (a
+worklist, seeded with the instructions that need no known register), and
+memory is rebuilt in rounds, as learned addresses remove barriers, until
+nothing new is learned.  Two derivations
+that disagree are a *conflict*: the window is solved again with that unknown
+held unknown (``poison``), and the conflict is counted.
+"""
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+
+from . import rules
+from .generations import Generations
+from .registers import MASK64, RIP
+
+_EXACT = frozenset(
+    ("mov", "movx", "lea", "alu", "unary", "push", "pop", "call", "ret", "leave", "xchg", "jmp", "lanes")
+)
+_MAX_SOLVES = 4
+
+
+class Chunk:
+    """``structure``: the window's Structure; ``pins``: [(state, {register: value}, byte(address) -> int|None)],
+    ``syscalls``: {i: (registers {number: value}, [(address, bytes)], unknown_memory)}."""
+
+    def __init__(self, structure, pins, shared, syscalls, emulator, constant):
+        self.structure, self.n = structure, structure.n
+        self.effects, self.nexts, self.active = structure.effects, structure.nexts, structure.active
+        self.starts, self.mentions = structure.starts, structure.mentions
+        self.pins, self.shared, self.syscalls, self.emulator, self.constant = pins, shared, syscalls, emulator, constant
+        self.segment = structure.segment
+        self.conflicts = 0
+        self._pin_cache = [{} for _ in pins]
+        self.poison = set()
+        self._settle()
+
+    def register(self, register, state):
+        return None if register == RIP else self.values[register][self.segment(register, state)]
+
+    def add_pin(self, pin):
+        """One more known state (a neighbour that learned more since): what it teaches joins what is known."""
+        self.pins.append(pin)
+        self._pin_cache.append({})
+        state, registers, view = pin
+        for register, value in registers.items():
+            self._learn(register, state, value)
+        if self.memory is not None and view is not None:
+            self.memory.add_pin(state, self._pinned(len(self.pins) - 1))
+        self._run()
+        if self.found:
+            self.conflicts += len(self.found)
+            self.poison |= self.found
+            self._settle()
+
+    # -- solving ------------------------------------------------------------------------------------------------
+
+    def _settle(self):
+        """Solves the window; each conflict found is held unknown in the next try."""
+        for _ in range(_MAX_SOLVES):
+            found = self._solve()
+            if not found:
+                break
+            self.conflicts += len(found)
+            self.poison |= found
+
+    def _solve(self):
+        self.values = [[None] * len(starts) for starts in self.starts]
+        self.found = set()
+        self.loaded, self.stored = {}, {}  # (i, access) -> value: memory read / written, as known
+        self.facts = {}  # (i, access) -> value: what the instructions say they read or wrote
+        self.addresses = {}  # (i, access) -> address, once known
+        self.memory = None
+        self.work = {i for i in range(self.n) if self.active[i] and self.effects[i].seed} | self.structure.zero
+        for state, registers, _ in self.pins:
+            for register, value in registers.items():
+                self._learn(register, state, value)
+        return self._run()
+
+    def _run(self):
+        """The worklist, and the memory rebuilt while learned addresses change it, until nothing new is learned."""
+        while True:
+            while self.work:
+                self._apply(self.work.pop())
+            if self.memory is not None and not self.relayout:
+                return self.found
+            self._layout()
+
+    def _learn(self, register, state, value):
+        if register == RIP or value is None:
+            return
+        index = self.segment(register, state)
+        if not self._set(register, index, value):
+            return
+        root, offset = self.structure.find((register, index))
+        for (other, other_index), other_offset in self.structure.members.get(root, ()):
+            self._set(other, other_index, (value - offset + other_offset) & MASK64)
+
+    def _set(self, register, index, value):
+        """Gives a segment its value and wakes the instructions that mention it; True when it was news."""
+        key = (register, self.starts[register][index])
+        if key in self.poison:
+            return False
+        current = self.values[register][index]
+        if current is not None:
+            if current != value:
+                self.found.add(key)
+            return False
+        self.values[register][index] = value
+        first = self.starts[register][index]
+        last = self.starts[register][index + 1] - 1 if index + 1 < len(self.starts[register]) else self.n
+        mentions = self.mentions[register]
+        self.work.update(mentions[bisect_left(mentions, first - 1) : bisect_right(mentions, last)])
+        return True
+
+    def _apply(self, i):
+        effect = self.effects[i]
+
+        def before(register):
+            return effect.address if register == RIP else self.register(register, i)
+
+        def after(register):
+            return self.register(register, i + 1)
+
+        self._find_addresses(i, effect, before)
+        regs, stores = {}, {}
+        if effect.kind in _EXACT:
+            regs, stores = rules.forward(effect, before, lambda access: self.loaded.get((i, access)))
+        elif effect.kind == "generic":
+            loads = {k: self.loaded[(i, k)] for k in range(len(effect.accesses)) if (i, k) in self.loaded}
+            regs, stores = self.emulator.run(effect, before, loads) or ({}, {})
+        elif effect.kind == "syscall":
+            regs, _ = rules.forward(effect, before, None)
+            regs |= self.syscalls.get(i, ({}, (), True))[0]
+        for register, value in regs.items():
+            self._learn(register, i + 1, value)
+        for access, value in stores.items():
+            self._fact(i, access, value)
+        if effect.kind not in _EXACT:
+            return
+        memory = (lambda access: self.loaded.get((i, access)), lambda access: self.stored.get((i, access)))
+
+        def wide(register):
+            return self.structure.wide(register, i)
+
+        regs, loads = rules.backward(effect, before, after, memory, self.nexts[i], wide)
+        for register, value in regs.items():
+            self._learn(register, i, value)
+        for access, value in loads.items():
+            self._fact(i, access, value)
+        if i in self.structure.zero:
+            regs, outputs, loads = rules.when_zero(effect, before, memory[0], wide)
+            for state, learned in ((i, regs), (i + 1, outputs)):
+                for register, value in learned.items():
+                    self._learn(register, state, value)
+            for access, value in loads.items():
+                self._fact(i, access, value)
+
+    # -- memory -------------------------------------------------------------------------------------------------
+
+    def _find_addresses(self, i, effect, before):
+        for k, (kind, ref, size) in enumerate(effect.accesses):
+            if (i, k) not in self.addresses:
+                address = ref.address(before)
+                if address is not None:
+                    self.addresses[(i, k)] = address
+                    if kind == "w" or self.memory is None:
+                        self.relayout = True  # a write no longer a barrier, or a new one: the layout changes
+                    else:
+                        self.memory.add((i, k, kind, address, size))
+
+    def _fact(self, i, k, value):
+        if self.facts.get((i, k)) == value:
+            return
+        self.facts[(i, k)] = value
+        kind, _, size = self.effects[i].accesses[k]
+        if self.memory is not None and (i, k) in self.addresses:
+            self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+        elif self.memory is not None and self.crossings.get(i) == k:
+            self.memory.crossed(i)
+
+    def _wake(self, i, k, kind, value):
+        target = self.stored if kind == "w" else self.loaded
+        if target.get((i, k)) != value:
+            target[(i, k)] = value
+            self.work.add(i)
+
+    def _layout(self):
+        """Generations from the addresses known now, with every fact so far."""
+        self.relayout = False
+        self.unknown_writes = set()  # instructions that may write memory at an address nobody knows
+        self.crossings = {}  # those whose barrier is one such write (and nothing else): instruction -> its access
+        barriers, writes = [], defaultdict(list)
+        for i, effect in enumerate(self.effects):
+            if not self.active[i]:
+                barriers.append(i)
+                continue
+            own = effect.barrier and (effect.kind != "syscall" or self.syscalls.get(i, (0, 0, 1))[2])
+            for k, (kind, _, size) in enumerate(effect.accesses):
+                address = self.addresses.get((i, k))
+                own |= address is None and kind == "w"
+                if address is not None and kind == "w":
+                    for byte in range(address, address + size):
+                        writes[byte].append(i)
+            for address, data in self.syscalls.get(i, ((), (), 0))[1] if effect.kind == "syscall" else ():
+                for byte in range(address, address + len(data)):
+                    writes[byte].append(i)
+            if own:
+                self.unknown_writes.add(i)
+                unknown = [
+                    k for k, access in enumerate(effect.accesses) if access[0] == "w" and (i, k) not in self.addresses
+                ]
+                if not effect.barrier and not self.shared and len(unknown) == 1:
+                    self.crossings[i] = unknown[0]
+            if own or self.shared:
+                barriers.append(i)
+        pins = [(state, self._pinned(number)) for number, (state, _, view) in enumerate(self.pins) if view is not None]
+        self.memory = Generations(
+            self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing
+        )
+        self.known_accesses = []
+        for (i, k), address in sorted(self.addresses.items()):
+            kind, _, size = self.effects[i].accesses[k]
+            self.known_accesses.append((i, k, kind, address, size))
+            self.memory.add(self.known_accesses[-1])
+        for i, (_, memory, _) in self.syscalls.items():
+            if self.active[i] and self.effects[i].kind == "syscall":
+                for address, data in memory:
+                    for offset, byte in enumerate(data):
+                        self.memory.know(address + offset, i + 1, byte)
+        for (i, k), value in self.facts.items():
+            if (i, k) in self.addresses:
+                kind, _, size = self.effects[i].accesses[k]
+                self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+
+    def _crossing(self, i):
+        """``(size, value)`` of instruction i's one write at an unknown address, where that is all its barrier."""
+        k = self.crossings.get(i)
+        value = None if k is None else self.facts.get((i, k))
+        return None if value is None else (self.effects[i].accesses[k][2], value)
+
+    def _pinned(self, number):
+        """Pin ``number``'s memory, its known bytes kept.  Two neighbours pin each other (a window solved again with
+        what its left neighbour learned): a byte asked while it is being asked is not known from there."""
+        cache, view, asking = self._pin_cache[number], self.pins[number][2], set()
+
+        def read(byte):
+            value = cache.get(byte)
+            if value is None and byte not in asking:
+                asking.add(byte)
+                value = view(byte)
+                asking.discard(byte)
+                if value is not None:
+                    cache[byte] = value
+            return value
+
+        return read
+
+    def memory_byte(self, state, byte):
+        """The byte's value at ``state``, or None."""
+        return self.memory.byte(state, byte)

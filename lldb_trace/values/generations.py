@@ -1,0 +1,167 @@
+"""A window's memory as generations: a byte keeps its value from one write to it (or barrier) to the next.
+
+A generation is known when anything inside it says its value: the store that
+began it, a load within it, a pin (a known state) within it, a system call's
+recorded output.  Learning one wakes every access of that generation whose
+bytes are now all known (``wake(i, access, kind, value)``).  The layout (which
+writes and barriers split which bytes) is fixed for one object; the window
+builds a new one when a write's address becomes known.
+
+A barrier that is one write of known value at an unknown address is seen
+through by a load before it whose bytes are known after it: had the write hit
+any of them, they would hold its bytes there (nothing else writes them in
+between); when no placement of the written bytes matches what they hold
+after, it did not hit them, and they held the same before.
+"""
+
+from bisect import bisect_left
+from collections import defaultdict
+
+
+class Generations:
+    """``barriers``: sorted instructions after which no byte is known to be what it was; ``writes``: byte ->
+    sorted instructions writing it; ``pins``: [(state, byte -> value | None)]; ``poison``: generation keys held
+    unknown; ``found``: where conflicts are added."""
+
+    def __init__(self, n, barriers, writes, pins, poison, found, wake, constant, crossing):
+        self.n, self.barriers, self.writes = n, barriers, writes
+        self.pins, self.poison, self.found, self.wake = pins, poison, found, wake
+        self.constant = constant  # byte -> the value of code and constants, which no instruction writes
+        self.crossing = crossing  # barrier -> (size, value) of its one write at an unknown address, or None
+        self.values = {}  # (byte, generation start) -> value
+        self.users = defaultdict(list)  # (byte, generation start) -> accesses reading or starting it
+        self.seen = set()  # bytes whose pinned values are in
+        self.barrier_set = set(barriers)
+        self.ending = defaultdict(list)  # barrier -> the loads whose bytes' generations it ends
+        self.before_barrier = {}  # and the other way round
+
+    def generation(self, byte, state):
+        """``(start, end)``: the instruction that began the byte's generation at ``state`` (-1: before the window)
+        and the instruction that ends it (n: after the window); the generation holds states start+1 .. end."""
+        writes = self.writes.get(byte, ())
+        w = bisect_left(writes, state)
+        b = bisect_left(self.barriers, state)
+        start = writes[w - 1] if w else -1
+        if b and self.barriers[b - 1] > start:
+            start = self.barriers[b - 1]
+        end = writes[w] if w < len(writes) else self.n
+        if b < len(self.barriers) and self.barriers[b] < end:
+            end = self.barriers[b]
+        return start, end
+
+    def _pin(self, byte):
+        if byte in self.seen:
+            return
+        self.seen.add(byte)
+        for state, read in self.pins:
+            value = read(byte)
+            if value is not None:
+                self.know(byte, state, value)
+
+    def add_pin(self, state, read):
+        """A known state added after the layout: the bytes already met learn from it too."""
+        self.pins.append((state, read))
+        for byte in list(self.seen):
+            value = read(byte)
+            if value is not None:
+                self.know(byte, state, value)
+
+    def add(self, access):
+        """An access ``(i, k, kind, address, size)`` whose address is known: a load reads state i, a store begins
+        the generation of state i + 1."""
+        i, _, kind, address, size = access
+        state = i + 1 if kind == "w" else i
+        ends = set()
+        for byte in range(address, address + size):
+            self._pin(byte)
+            start, end = self.generation(byte, state)
+            self.users[(byte, start)].append(access)
+            ends.add(end)
+        if kind == "r" and len(ends) == 1 and ends <= self.barrier_set:
+            end = ends.pop()
+            if not any(end in self.writes.get(byte, ()) for byte in range(address, address + size)):
+                self.ending[end].append(access)
+                self.before_barrier[access] = end
+        self._check(access)
+
+    def crossed(self, barrier):
+        """The value of ``barrier``'s write is known now: the loads before it may see through it."""
+        for access in self.ending.get(barrier, ()):
+            self._check(access)
+
+    def know(self, byte, state, value):
+        key = (byte, self.generation(byte, state)[0])
+        if key in self.poison:
+            return
+        current = self.values.get(key)
+        if current is None:
+            current = self.constant(byte)
+        if current == value:
+            return
+        if current is not None:
+            self.found.add(key)
+            return
+        self.values[key] = value
+        for access in self.users.get(key, ()):
+            self._check(access)
+        for access in self.ending.get(key[1], ()):  # a generation after a barrier: the loads before may see through
+            if access[3] <= byte < access[3] + access[4]:
+                self._check(access)
+
+    def fact(self, access, value):
+        """What an instruction says its access read or wrote."""
+        i, _, kind, address, size = access
+        state = i + 1 if kind == "w" else i
+        for offset, byte in enumerate(value.to_bytes(size, "little")):
+            self.know(address + offset, state, byte)
+
+    def _check(self, access):
+        i, k, kind, address, size = access
+        state = i + 1 if kind == "w" else i
+        data = []
+        for byte in range(address, address + size):
+            key = (byte, self.generation(byte, state)[0])
+            value = self.values.get(key)
+            if value is None and key not in self.poison:
+                value = self.constant(byte)
+            if value is None:
+                if kind == "r":
+                    self._see_through(access)
+                return
+            data.append(value)
+        self.wake(i, k, kind, int.from_bytes(bytes(data), "little"))
+
+    def _see_through(self, access):
+        """The bytes of a load, from after the barrier that ends their generation (see the module doc)."""
+        end = self.before_barrier.get(access)
+        if end is None:
+            return
+        i, _, _, address, size = access
+        written = self.crossing(end)
+        if written is None:
+            return
+        after = [self.byte(end + 1, byte) for byte in range(address, address + size)]
+        if None in after:
+            return
+        length, data = written[0], written[1].to_bytes(written[0], "little")
+        for placed in range(address - length + 1, address + size):  # where the write may have started
+            if all(after[j] == data[address + j - placed] for j in range(size) if 0 <= address + j - placed < length):
+                return  # these bytes may be the write's
+        for offset, value in enumerate(after):
+            self.know(address + offset, i, value)
+
+    def byte(self, state, byte):
+        """The byte's value at ``state``, or None."""
+        start, end = self.generation(byte, state)
+        value = self.values.get((byte, start))
+        if value is not None or (byte, start) in self.poison:
+            return value
+        value = self.constant(byte)
+        if value is not None:
+            return value
+        for pin_state, read in self.pins:
+            if start < pin_state <= end:
+                value = read(byte)
+                if value is not None:
+                    return value
+        return None

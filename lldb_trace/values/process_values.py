@@ -1,0 +1,151 @@
+"""The values of one traced process's threads: its known states found, each thread's recovery made on first use.
+
+Each ProcessTrace has one ProcessValues (``values_of(process_trace)``).  The known
+states are the bundle's: the core file where the trace ends (``coreFile``),
+the state where recording started (``startCoreFile``) and the system calls'
+results a recorder saved (``syscallResults``).  A thread's ThreadValues is
+built when a value of it is first asked for: its positions' addresses come
+from the decoded trace, a gap's position as 0 (nothing is known across it).
+Without any known state the recovery still knows what the trace's
+instructions themselves determine (constants, the pc).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..decode.cursor import runs
+from ..errors import LldbTraceError
+from .core_file import open_core
+
+if TYPE_CHECKING:
+    from ..process_trace import ProcessTrace
+    from .core_file import CoreFile
+    from .machine_state import MachineState
+    from .recovery import SyscallResult, ThreadValues
+
+
+class ValuesError(LldbTraceError):
+    """A known state the bundle names cannot be used."""
+
+
+_made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def values_of(process_trace: ProcessTrace) -> ProcessValues:
+    """The ProcessValues of ``process_trace``, made on first use and kept as long as the trace."""
+    found = _made.get(process_trace)
+    if found is None:
+        found = _made[process_trace] = ProcessValues(process_trace)
+    return found
+
+
+class ProcessValues:
+    """The known states of ``process_trace``'s process and its threads' recoveries, made on first use."""
+
+    def __init__(self, process_trace: ProcessTrace) -> None:
+        self.process_trace = process_trace
+        self._cores: dict[str, CoreFile | None] = {}
+        self._threads: dict[int, ThreadValues | None] = {}
+        self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
+
+    @property
+    def end_core(self) -> CoreFile | None:
+        """The core file of the process where its trace ends, or None."""
+        return self._core("core_file")
+
+    @property
+    def start_core(self) -> CoreFile | None:
+        return self._core("start_core_file")
+
+    def _core(self, key: str) -> CoreFile | None:
+        if key not in self._cores:
+            path = getattr(self.process_trace.process, key, None)
+            self._cores[key] = open_core(path) if path is not None else None
+        return self._cores[key]
+
+    def end_state(self, tid: int) -> MachineState | None:
+        """Thread ``tid``'s registers and memory in the core where its trace ends, or None."""
+        core = self.end_core
+        return core.state(tid) if core is not None and core.thread(tid) is not None else None
+
+    def thread(self, tid: int) -> ThreadValues | None:
+        """Thread ``tid``'s recovery; None when it has no decoded instructions."""
+        decoded = self.process_trace.decoded(tid)
+        count = decoded.item_count if decoded is not None else 0
+        if tid not in self._threads or self._built_from[tid] != count:  # a live trace grows: positions change
+            self._threads[tid] = self._recovery(tid)
+            self._built_from[tid] = count
+        return self._threads[tid]
+
+    def _recovery(self, tid: int) -> ThreadValues | None:
+        from .recovery import ThreadValues  # the engine (capstone, unicorn) loads when a value is first asked for
+
+        decoded = self.process_trace.decoded(tid)
+        if decoded is None or not decoded.item_count:
+            return None
+        addresses = position_addresses(decoded, self.process_trace.expander)
+        end = self.end_state(tid)
+        # the core is the state after the last item ran (the history's end position), or before it ran; a core
+        # at a REP string instruction may be partway through it: as after it, what it changes is unknown before
+        classifier = self.process_trace.expander.classifier
+        last = int(addresses[-1])
+        before_last = getattr(self.process_trace.thread(tid), "core_position", None) == "last"
+        end_after_last = not before_last or (last != 0 and classifier[last].repeats)
+        stopped_at = end.registers.get("rip") if end is not None else None
+        if end is not None and not before_last and stopped_at and classifier[stopped_at].repeats:
+            # the core stands at a REP string instruction the trace does not hold: it faulted partway through,
+            # its iterations so far done. It is the last instruction, so what it changed is unknown before it.
+            addresses = np.append(addresses, np.uint64(stopped_at))
+        start_core = self.start_core
+        start = start_core.state(tid) if start_core is not None and start_core.thread(tid) is not None else None
+        if start is not None and start.registers.get("rip") != int(addresses[0]):
+            raise ValuesError(
+                f"{start_core.path} is not where the trace of thread {tid} starts: its pc is "
+                f"{start.registers.get('rip', 0):#x}, the trace's first instruction {int(addresses[0]):#x}; give the "
+                "state where recording started (startCoreFile), or none"
+            )
+        return ThreadValues(
+            addresses,
+            self.process_trace.module_bytes.read_unchanging,
+            end=end,
+            end_after_last=end_after_last,
+            start=start,
+            syscalls=self._syscalls(tid, addresses),
+            shared_memory=len(self.process_trace.tids) > 1,
+        )
+
+    def _syscalls(self, tid: int, addresses: np.ndarray) -> dict[int, SyscallResult]:
+        """The recorded system calls' results, by position (the file counts instructions; gaps are positions)."""
+        from .recovery import SyscallResult
+
+        path = getattr(self.process_trace.thread(tid), "syscall_results", None)
+        if path is None:
+            return {}
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ValuesError(f"cannot read the system calls' results {path}: {error}") from None
+        instructions = np.flatnonzero(addresses)
+        found = {}
+        for entry in entries:
+            count = entry["instruction"]
+            if 0 <= count < len(instructions):
+                memory = [(address, bytes.fromhex(data)) for address, data in entry.get("memory", ())]
+                found[int(instructions[count])] = SyscallResult(
+                    entry.get("registers", {}), memory, bool(entry.get("unknownMemory", True))
+                )
+        return found
+
+
+def position_addresses(decoded, expander) -> np.ndarray:
+    """The address of each position's instruction, as uint64; 0 at a gap's position."""
+    found = np.zeros(decoded.item_count, dtype=np.uint64)
+    for index, run in runs(decoded, 0, expander):
+        if isinstance(run, tuple):  # a block's addresses (a gap is a Gap)
+            found[index : index + len(run)] = run
+    return found

@@ -1,0 +1,264 @@
+"""Registers and memory of one thread at every position of its history, from the known states and the trace.
+
+``ThreadValues`` cuts the history into windows of CHUNK positions and solves
+each on demand (chunk.py), newest first from the end state, oldest first
+from the start state: a question about position p costs the windows between
+p and the known state, each solved once and kept.  A window's edge (its
+registers and a view of its memory) pins its neighbour.  With both states,
+a window is solved from its right neighbour's final values and its left
+neighbour's forward-only values.  From the end state, what a window learns
+about its last state that its right neighbour did not know (a value computed
+forwards) is added to that neighbour, which goes on solving from where it was
+(``Chunk.add_pin``), and so on rightwards while something new comes of it.
+
+Successors: position p+1 must be where instruction p can go (its
+fall-through, its direct target, anywhere for an indirect branch, the next
+instruction after a syscall); otherwise a signal, the kernel or a gap came
+between them and nothing carries across (a cut).  A signal that arrives just
+after an indirect branch cannot be told apart this way; the ret rule then
+meets the pushed return address and the disagreement is counted as a
+conflict and held unknown.
+"""
+
+from dataclasses import dataclass, field
+
+import capstone
+
+from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
+from .chunk import Chunk
+from .emulator import Emulator
+from .machine_state import TRACKED
+from .registers import GPRS, INDEX, REGISTERS, RIP
+from .rules import relations
+from .semantics import decode
+from .structure import Structure
+
+CHUNK = 4096
+_PAGE = 4096
+
+
+@dataclass
+class SyscallResult:
+    """What a system call left: registers after it (by name), the memory it wrote, and whether it may have
+    written other memory too."""
+
+    registers: dict
+    memory: list = field(default_factory=list)  # [(address, bytes)]
+    unknown_memory: bool = False
+
+
+@dataclass(frozen=True)
+class Access:
+    """One instruction's access to memory; ``exact`` False: its address is unknown and it MAY touch the range."""
+
+    position: int
+    kind: str  # "read" | "write"
+    address: int | None
+    size: int
+    old: bytes | None
+    new: bytes | None
+    exact: bool
+
+
+class _PagedMemory:
+    """Memory read byte by byte, a page at a time, from ``read(address, size)`` (the bytes known from address on).
+    A known state may know a page from its middle on: ``single`` asks each byte past a short page by itself."""
+
+    def __init__(self, read, single=False):
+        self._read, self._single = read, single
+        self._pages, self._bytes = {}, {}
+
+    def __call__(self, byte):
+        page = byte - byte % _PAGE
+        data = self._pages.get(page)
+        if data is None:
+            data = self._pages[page] = self._read(page, _PAGE) or b""
+        offset = byte - page
+        if offset < len(data):
+            return data[offset]
+        if not self._single:
+            return None
+        if byte not in self._bytes:
+            found = self._read(byte, 1)
+            self._bytes[byte] = found[0] if found else None
+        return self._bytes[byte]
+
+
+class ThreadValues:
+    """See the module doc; positions and states as in the issue: state p is before instruction p runs."""
+
+    def __init__(
+        self, addresses, read_code, end=None, end_after_last=False, start=None, syscalls=(), shared_memory=False
+    ):
+        self.addresses = [int(a) for a in addresses]
+        self.count = len(self.addresses)
+        self._read_code = read_code
+        self.end, self.end_after_last, self.start = end, end_after_last, start
+        self.syscalls = dict(syscalls or {})
+        self.shared = shared_memory
+        self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        self._cs.detail = True
+        self._effects, self._flow = {}, Classifier(read_code)
+        self._emulator = Emulator()
+        self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
+        self._final, self._forward, self._structures = {}, {}, {}
+        self.chunks = max(1, -(-self.count // CHUNK))
+
+    # -- questions ----------------------------------------------------------------------------------------------
+
+    @property
+    def conflicts(self):
+        """Disagreements met so far in the windows solved (0 unless an assumption failed)."""
+        return sum(chunk.conflicts for chunk in (*self._final.values(), *self._forward.values()))
+
+    def registers_at(self, position):
+        """TRACKED names -> value or None at ``position`` (0..count; count: after the last instruction)."""
+        chunk, state = self._locate(position)
+        values = {name: chunk.register(INDEX[name], state) for name in TRACKED}
+        values["rip"] = self._rip(position)
+        return values
+
+    def memory_at(self, position, address, size):
+        """``(data, mask)``: the bytes at ``position`` (0 where unknown) and 0xff for each byte known."""
+        chunk, state = self._locate(position)
+        values = [chunk.memory_byte(state, address + offset) for offset in range(size)]
+        return bytes(v or 0 for v in values), bytes(0 if v is None else 0xFF for v in values)
+
+    def accesses(self, address, size, kinds=("write",)):
+        """The instructions that read or wrote any byte of ``[address, address + size)``, newest first."""
+        found = []
+        for number in reversed(range(self.chunks)):
+            chunk, low = self._solved(number), number * CHUNK
+            by_instruction = {}
+            for i, _, kind, where, length in chunk.known_accesses:
+                if where < address + size and address < where + length:
+                    by_instruction.setdefault(i, []).append((kind, where, length))
+            for i in reversed(range(chunk.n)):
+                for kind, where, length in by_instruction.get(i, ()):
+                    name = "write" if kind == "w" else "read"
+                    if name in kinds:
+                        old = self._bytes(chunk, i, where, length)
+                        new = self._bytes(chunk, i + 1, where, length) if kind == "w" else old
+                        found.append(Access(low + i, name, where, length, old, new, True))
+                if i in chunk.unknown_writes and "write" in kinds:
+                    found.append(Access(low + i, "write", None, 0, None, None, False))
+        return found
+
+    @staticmethod
+    def _bytes(chunk, state, address, size):
+        values = [chunk.memory_byte(state, address + offset) for offset in range(size)]
+        return None if None in values else bytes(values)
+
+    def _rip(self, position):
+        if position < self.count:
+            return self.addresses[position] or None
+        if self.end_after_last and self.end is not None:
+            return self.end.registers.get("rip")
+        return None
+
+    def _locate(self, position):
+        if not 0 <= position <= self.count:
+            raise IndexError(f"position {position} is outside the trace (0..{self.count})")
+        number = min(position // CHUNK, self.chunks - 1)
+        return self._solved(number), position - number * CHUNK
+
+    # -- windows ------------------------------------------------------------------------------------------------
+
+    def _solved(self, number):
+        if self.end is None:
+            return self._forward_chunk(number)
+        for k in reversed(range(number, self.chunks)):  # newest first: each needs its right neighbour
+            if k not in self._final:
+                left = self._forward_chunk(k - 1) if self.start is not None and k > 0 else None
+                right = self._final.get(k + 1)
+                self._final[k] = self._chunk(k, left, right, with_end=True)
+                self._carry_forward(k)
+        return self._final[number]
+
+    def _carry_forward(self, k):
+        """What window k learned about its last state that its right neighbour did not know about its first: the
+        neighbour is solved again with it, and so on rightwards while that teaches something new."""
+        while k + 1 in self._final:
+            chunk, right = self._final[k], self._final[k + 1]
+            if not (_edge_registers(chunk, chunk.n).keys() - _edge_registers(right, 0).keys()) & set(GPRS):
+                return
+            right.add_pin((0, _edge_registers(chunk, chunk.n), lambda byte, c=chunk: c.memory_byte(c.n, byte)))
+            k += 1
+
+    def _forward_chunk(self, number):
+        for k in range(number + 1):
+            if k not in self._forward:
+                left = self._forward.get(k - 1)
+                self._forward[k] = self._chunk(k, left, None, with_end=False)
+        return self._forward[number]
+
+    def _structure(self, number):
+        """Window ``number``'s Structure, made once (a window may be solved again with more pins)."""
+        found = self._structures.get(number)
+        if found is None:
+            low, high = number * CHUNK, min(self.count, (number + 1) * CHUNK)
+            effects, nexts, cuts = [], [], []
+            for position in range(low, high):
+                address = self.addresses[position]
+                following = self.addresses[position + 1] if position + 1 < self.count else None
+                effect = self._effect(address) if address else None
+                effects.append(effect)
+                nexts.append(following or None)
+                cuts.append(self._cut(position, effect, following))
+            found = self._structures[number] = Structure(effects, nexts, cuts)
+        return found
+
+    def _chunk(self, number, left, right, with_end):
+        low, high = number * CHUNK, min(self.count, (number + 1) * CHUNK)
+        pins = []
+        if left is not None:
+            pins.append((0, _edge_registers(left, left.n), lambda byte, c=left: c.memory_byte(c.n, byte)))
+        elif number == 0 and self.start is not None:
+            pins.append((0, _named(self.start.registers), _PagedMemory(self.start.read_memory, single=True)))
+        if right is not None:
+            pins.append((high - low, _edge_registers(right, 0), lambda byte, c=right: c.memory_byte(0, byte)))
+        elif with_end and high == self.count:
+            state = high - low if self.end_after_last else high - low - 1
+            pins.append((state, _named(self.end.registers), _PagedMemory(self.end.read_memory, single=True)))
+        syscalls = {}
+        for position, result in self.syscalls.items():
+            if low <= position < high:
+                registers = _named(result.registers)
+                syscalls[position - low] = (registers, list(result.memory), result.unknown_memory)
+        structure = self._structure(number)
+        return Chunk(structure, pins, self.shared, syscalls, self._emulator, self._constant)
+
+    def _effect(self, address):
+        effect = self._effects.get(address, False)
+        if effect is False:
+            code = self._read_code(address, MAX_INSN_SIZE) or b""
+            effect = self._effects[address] = decode(address, code, self._cs) if code else None
+            if effect is not None:
+                effect.related = tuple(relations(effect))
+        return effect
+
+    def _cut(self, position, effect, following):
+        """Whether nothing carries from state ``position`` to the next."""
+        if effect is None:
+            return True
+        if following is None:  # the last instruction: it ran only if the end state is after it
+            return position + 1 < self.count or not self.end_after_last
+        flow = self._flow[effect.address]
+        fall = effect.address + effect.size
+        if flow.transfer == Transfer.OTHER:
+            return following != fall
+        if flow.transfer == Transfer.DIRECT:
+            return following != flow.target
+        if flow.transfer == Transfer.CONDITIONAL:
+            return following not in (fall, flow.target)
+        if flow.transfer == Transfer.INDIRECT:
+            return False
+        return not (effect.kind == "syscall" and following == fall)
+
+
+def _named(registers):
+    return {INDEX[name]: value for name, value in registers.items() if name in INDEX and INDEX[name] != RIP}
+
+
+def _edge_registers(chunk, state):
+    return {number: value for number in range(REGISTERS) if (value := chunk.register(number, state)) is not None}

@@ -1,0 +1,111 @@
+"""The fixed part of a window: its registers' segments, the relations between them, the zero results the trace
+shows; what solving the window (chunk.py) starts from, however often it is solved again.
+
+A register keeps its value from one instruction that writes it to the next:
+that stretch is a *segment*, one unknown for the whole stretch.  Segments
+that differ by a constant (push and pop on rsp, ``mov rbp, rsp``, ``add rbx,
+4``, a ``cmp a, b`` the trace shows equal) form a class: one value learned
+anywhere in it teaches all the others.
+"""
+
+from bisect import bisect_right
+
+from .registers import REGISTERS, RFLAGS
+
+_ZERO_EXTENDING = frozenset(("mov", "movx", "lea", "alu", "unary"))  # a 32-bit destination clears the upper half
+
+
+class Structure:
+    """``effects[i]`` (None: nothing known), ``nexts[i]`` (the next position's address or None), ``cuts[i]``
+    (nothing carries from state i to i+1)."""
+
+    def __init__(self, effects, nexts, cuts):
+        self.n = len(effects)
+        self.effects, self.nexts, self.cuts = effects, nexts, cuts
+        self.active = [e is not None and not cut for e, cut in zip(effects, cuts, strict=True)]
+        self._segments()
+        self._zero_results()
+        self._relate()
+
+    def _segments(self):
+        """Each register's segments (``starts``: the first state of each) and the instructions that mention it."""
+        starts = [[0] for _ in range(REGISTERS)]
+        mentions = [[] for _ in range(REGISTERS)]
+        for i, effect in enumerate(self.effects):
+            if not self.active[i]:
+                for register in range(REGISTERS):
+                    starts[register].append(i + 1)
+                continue
+            for register in effect.writes:
+                starts[register].append(i + 1)
+            for register in effect.mentioned:
+                mentions[register].append(i)
+        self.starts, self.mentions = starts, mentions
+
+    def _zero_results(self):
+        """The flag-setting instructions whose result the trace says was zero: a je taken or a jne not taken."""
+        self.zero = set()
+        for i, effect in enumerate(self.effects):
+            if not self.active[i] or effect.mnemonic not in ("je", "jne") or self.nexts[i] is None:
+                continue
+            target = effect.operands[0].imm
+            if target == effect.next_address or (self.nexts[i] == target) != (effect.mnemonic == "je"):
+                continue
+            writer = self.starts[RFLAGS][self.segment(RFLAGS, i)] - 1
+            if writer >= 0 and self.active[writer] and self.effects[writer].kind in ("alu", "unary"):
+                self.zero.add(writer)
+
+    def wide(self, register, state):
+        """Whether the register's value at ``state`` was written as 32 bits (zero-extended: its low half is all)."""
+        writer = self.starts[register][self.segment(register, state)] - 1
+        if writer < 0 or not self.active[writer]:
+            return False
+        effect = self.effects[writer]
+        first = effect.operands[0] if effect.operands else None
+        return (
+            effect.kind in _ZERO_EXTENDING
+            and effect.mnemonic not in ("cmp", "test")
+            and first is not None
+            and first.kind == "reg"
+            and first.reg == (register, 0, 32)
+        )
+
+    def _relate(self):
+        """Classes of segments that differ by known constants (weighted union-find, members kept per root)."""
+        self.root, self.members = {}, {}  # segment -> (root, value - root's value); root -> [(segment, offset)]
+        for i, effect in enumerate(self.effects):
+            if self.active[i]:
+                for output, source, constant in effect.related:
+                    a = (output, self.segment(output, i + 1))
+                    b = (source, self.segment(source, i))
+                    self._union(a, b, constant)
+        for i in self.zero:  # cmp a, b / sub a, b / xor a, b with a zero result: a == b
+            effect = self.effects[i]
+            first, second = (*effect.operands, None)[:2]
+            if (
+                effect.mnemonic in ("cmp", "sub", "xor")
+                and first.kind == second.kind == "reg"
+                and first.reg[2] == second.reg[2] == 64
+                and first.reg[0] != second.reg[0]
+            ):
+                a, b = first.reg[0], second.reg[0]
+                self._union((a, self.segment(a, i)), (b, self.segment(b, i)), 0)
+
+    def find(self, segment):
+        return self.root.get(segment, (segment, 0))
+
+    def _union(self, a, b, constant):
+        """a = b + constant."""
+        (root_a, off_a), (root_b, off_b) = self.find(a), self.find(b)
+        if root_a == root_b:
+            return  # already related (a loop adds the same relation again, or a different one: ignored)
+        # root_a = a - off_a = b + constant - off_a = root_b + off_b + constant - off_a
+        shift = off_b + constant - off_a
+        group_a = self.members.pop(root_a, [(root_a, 0)])
+        group_b = self.members.setdefault(root_b, [(root_b, 0)])
+        for segment, offset in group_a:
+            self.root[segment] = (root_b, offset + shift)
+            group_b.append((segment, offset + shift))
+
+    def segment(self, register, state):
+        return bisect_right(self.starts[register], state) - 1

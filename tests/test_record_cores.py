@@ -1,0 +1,170 @@
+"""``lldb-trace record`` keeps the known states: a core where recording starts and where it ends, and each
+system call's results, checked against the program's own data and against LLDB and GDB reading the cores."""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from support.lldb22 import needs_lldb_22
+from support.lldb_batch import lldb_batch
+from support.paths import SOURCES
+from support.reference_decode import truth_of
+
+from lldb_trace.values.core_file import open_core
+
+DATA = b"known bytes, 25 of them.\n"
+PIP_LLDB = str(Path(sys.executable).parent / "lldb")
+
+
+def record_cli(outdir, program, *options, args=()):
+    return subprocess.run(
+        [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(outdir), *options, "--", str(program), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("known_states")
+    binary = folder / "known_states"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "known_states.c")], check=True)
+    (folder / "data.txt").write_bytes(DATA)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, program):
+    out = tmp_path_factory.mktemp("recorded") / "b"
+    result = record_cli(out, program, args=[str(program.parent / "data.txt")])
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _process(bundle_folder):
+    return json.loads((bundle_folder / "trace.json").read_text())["processes"][0]
+
+
+def _symbol_address(program, core, name):
+    """Where symbol ``name`` of the (PIE) ``program`` is in the process the core shows."""
+    [low] = [m.start for m in core.mapped_files if m.path == str(program) and m.offset == 0]
+    with open(program, "rb") as file:
+        [symbol] = ELFFile(file).get_section_by_name(".symtab").get_symbol_by_name(name)
+    return symbol["st_value"] + low  # a PIE's file addresses start at 0
+
+
+def test_the_bundle_names_both_cores_and_each_threads_syscall_results(recorded):
+    process = _process(recorded)
+    assert process["coreFile"] == "cores/end.core" and process["startCoreFile"] == "cores/start.core"
+    [thread] = process["threads"]
+    assert thread["syscallResults"] == f"syscalls/{thread['tid']}.json"
+    files = json.loads((recorded / "recording.json").read_text())["files"]
+    assert {"cores/end.core", "cores/start.core", thread["syscallResults"]} <= set(files)
+
+
+def test_the_cores_stand_where_the_trace_starts_and_ends(recorded, program):
+    tid = _process(recorded)["pid"]
+    truth = truth_of(recorded / "trace.json", tid)
+    start, end = open_core(recorded / "cores/start.core"), open_core(recorded / "cores/end.core")
+    assert [t.tid for t in start.threads] == [t.tid for t in end.threads] == [tid]
+    assert start.threads[0].registers["rip"] == truth.addresses[0] == _symbol_address(program, start, "main")
+    # At exit_group: the thread has entered the kernel past its last instruction, the syscall.
+    registers = end.threads[0].registers
+    assert registers["orig_rax"] == 231 and registers["rip"] == truth.addresses[-1] + 2
+    contents, total = _symbol_address(program, end, "contents"), _symbol_address(program, end, "total")
+    assert end.read(contents, len(DATA)) == DATA and struct.unpack("<q", end.read(total, 8))[0] == 2 * len(DATA)
+    assert start.read(contents, len(DATA)) == bytes(len(DATA))  # nothing read yet where recording started
+
+
+def test_syscall_results_hold_what_the_kernel_returned(recorded, program):
+    process = _process(recorded)
+    [thread] = process["threads"]
+    results = json.loads((recorded / thread["syscallResults"]).read_text())
+    truth = truth_of(recorded / "trace.json", thread["tid"])
+    for result in results:  # N counts the instructions before the syscall: rcx holds the one after it
+        assert result["registers"]["rcx"] == truth.addresses[result["instruction"] + 1]
+        assert not result["unknownMemory"]  # open, read, fstat, close, clock_gettime: all known
+    written = {bytes.fromhex(data)[:64]: (address, result) for result in results for address, data in result["memory"]}
+    _address, read = written[DATA]
+    assert read["registers"]["rax"] == len(DATA)
+    stat = os.stat(program.parent / "data.txt")
+    [(stat_buffer, _)] = [(data, r) for data, r in written.items() if len(data) == 64 and r[1]["registers"]["rax"] == 0]
+    assert struct.unpack_from("<QQ", stat_buffer) == (stat.st_dev, stat.st_ino)  # struct stat's first fields
+    [clock] = [data for data in written if len(data) == 16]
+    seconds, nanoseconds = struct.unpack("<qq", clock)
+    assert 0 <= seconds < 60 and 0 <= nanoseconds < 10**9  # CPU time of a process that just started
+
+
+def test_a_crash_core_has_the_signal_and_the_fault_address_before_the_signal_is_delivered(tmp_path, program):
+    result = record_cli(tmp_path / "b", program, args=[str(program.parent / "data.txt"), "crash"])
+    assert result.returncode == 0, result.stderr
+    process = _process(tmp_path / "b")
+    [thread] = process["threads"]
+    core = open_core(tmp_path / "b" / process["coreFile"])
+    assert core.threads[0].signal == 11 and core.siginfo.fault_address == 0
+    assert core.threads[0].registers["rip"] == int(thread["stopReason"]["pc"], 16)
+    core_path = tmp_path / "b" / process["coreFile"]
+    commands = [f"target create {program} --core {core_path}", "thread list", "frame variable got", "p total"]
+    for binary in (PIP_LLDB, "lldb-22"):
+        shown = lldb_batch(binary, *commands).stdout
+        assert "stop reason = SIGSEGV: address not mapped to object (fault address=0x0)" in shown, shown
+        assert f"(ssize_t) got = {len(DATA)}" in shown and f"(long) {2 * len(DATA)}" in shown
+
+
+@needs_lldb_22
+def test_the_end_core_loads_in_both_lldbs_and_gdb(recorded, program):
+    core = recorded / "cores/end.core"
+    rip = open_core(core).threads[0].registers["rip"]
+    commands = [
+        f"target create {program} --core {core}",
+        "register read rip",
+        "bt",
+        "p total",
+        "memory read -f c -s 1 -c 4 &contents",
+    ]
+    for binary in (PIP_LLDB, "lldb-22"):
+        shown = lldb_batch(binary, *commands).stdout
+        assert f"rip = 0x{rip:016x}" in shown and "`__libc_start_call_main" in shown, shown
+        assert f"(long) {2 * len(DATA)}" in shown and ": know" in shown
+    gdb = subprocess.run(
+        ["gdb", "-batch", "-nx", str(program), str(core), "-ex", "info registers rip", "-ex", "bt"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"0x{rip:x}" in gdb.stdout and "__libc_start_call_main (main=" in gdb.stdout, gdb.stdout
+
+
+def test_no_core_writes_neither_cores_nor_syscall_results(tmp_path, program):
+    result = record_cli(tmp_path / "b", program, "--no-core", args=[str(program.parent / "data.txt")])
+    assert result.returncode == 0, result.stderr
+    process = _process(tmp_path / "b")
+    assert "coreFile" not in process and "startCoreFile" not in process
+    assert "syscallResults" not in process["threads"][0]
+    assert not (tmp_path / "b" / "cores").exists() and not (tmp_path / "b" / "syscalls").exists()
+
+
+def test_perf_format_writes_the_cores_beside_perf_data(tmp_path, program):
+    result = record_cli(tmp_path / "b", program, "--format", "perf", args=[str(program.parent / "data.txt")])
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "b" / "cores").iterdir()) == ["end.core", "start.core"]
+    assert (tmp_path / "b" / "perf.data").exists() and not (tmp_path / "b" / "syscalls").exists()
+
+
+def test_ctrl_c_ends_with_a_core_where_the_trace_ends(tmp_path):
+    endless = tmp_path / "endless"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(endless), str(SOURCES / "endless.c")], check=True)
+    result = record_cli(tmp_path / "b", endless, args=["300"])
+    assert result.returncode == 0, result.stderr
+    core = open_core(tmp_path / "b" / "cores" / "end.core")
+    rounds = struct.unpack("<Q", core.read(_symbol_address(endless, core, "rounds"), 8))[0]
+    assert rounds >= 300
+    # The thread was stepping when Ctrl-C came: the step is finished and traced, the core is just past it.
+    last = truth_of(tmp_path / "b" / "trace.json", core.threads[0].tid).addresses[-1]
+    assert 0 < core.threads[0].registers["rip"] - last < 16
