@@ -53,6 +53,21 @@ def score(values, truth, first):
     return known / total, wrong
 
 
+def score_memory(values, samples, first):
+    """``(share of the sampled bytes known, wrong ones)`` for the samples at positions from ``first`` on."""
+    known = wrong = total = 0
+    for position, address, data in samples:
+        if position < first:
+            continue
+        shown, mask = values.memory_at(position, address, len(data))
+        for k, byte in enumerate(data):
+            total += 1
+            if mask[k]:
+                known += 1
+                wrong += shown[k] != byte
+    return (known / total if total else 0.0), wrong
+
+
 def why(values, first, top=15):
     """The instructions whose results stay unknown most often from position ``first`` on, and the writes at unknown
     addresses there (the engine's internals: a diagnosis, not an interface)."""
@@ -106,16 +121,26 @@ def measure(mode, truth, with_start, explain):
     count = len(truth.addresses)
     last, last_wrong = score(values, truth, max(0, count - LAST))
     whole, whole_wrong = score(values, truth, 0)
+    memory = {
+        (kind, span): score_memory(values, samples, first)
+        for kind, samples in (("stack", truth.samples), ("heap", truth.heap_samples))
+        for span, first in (("last", max(0, count - LAST)), ("whole", 0))
+    }
     print(
         f"{mode}: {count} instructions; GPR values known: last {LAST:,} {last:.1%} (wrong {last_wrong}), "
         f"whole {whole:.1%} (wrong {whole_wrong}); {seconds:.1f} s, peak RSS +{grown:.0f} MB, "
         f"conflicts {values.conflicts}, unicorn runs {values._emulator.runs}"
     )
+    print("  sampled bytes known: " + ", ".join(
+        f"{kind} {span} {share:.1%} (wrong {bad})" for (kind, span), (share, bad) in memory.items()
+    ))  # fmt: skip
+    stack, heap = memory[("stack", "last")], memory[("heap", "last")]
+    memory_cells = f"| {stack[0]:.1%} ({stack[1]} wrong) | {heap[0]:.1%} ({heap[1]} wrong) "
     if explain:
         why(values, max(0, count - LAST))
     return (
         f"| {mode} | {count:,} | {last:.1%} ({last_wrong} wrong) | {whole:.1%} ({whole_wrong} wrong) "
-        f"| {seconds:.1f} s | +{grown:.0f} MB | {values.conflicts} |"
+        f"{memory_cells}| {seconds:.1f} s | +{grown:.0f} MB | {values.conflicts} |"
     )
 
 
@@ -145,7 +170,8 @@ def main():
             count = len(truth.addresses)
             conflicts = values.conflicts
             print(f"speed: {count} instructions in {seconds:.1f} s, peak RSS +{grown:.0f} MB, conflicts {conflicts}")
-            rows.append(f"| lazy binding, speed | {count:,} | | | {seconds:.1f} s | +{grown:.0f} MB | {conflicts} |")
+            speed = f"{seconds:.1f} s | +{grown:.0f} MB | {conflicts}"
+            rows.append(f"| lazy binding, speed | {count:,} | | | | | {speed} |")
             del truth, values
         for mode, extra in MODES.items():
             binary = build(folder, options.source, options.cflags, extra)
@@ -154,8 +180,11 @@ def main():
             if options.start:
                 rows.append(measure(f"{mode}, start + end", truth, True, options.why))
     print()
-    print(f"| build | instructions | GPR known, last {LAST:,} | GPR known, whole | engine | memory | conflicts |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        f"| build | instructions | GPR known, last {LAST:,} | GPR known, whole | stack bytes, last {LAST:,} "
+        f"| heap bytes, last {LAST:,} | engine | memory | conflicts |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

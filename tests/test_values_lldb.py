@@ -7,6 +7,7 @@ beside it, and crashes three calls later following that pointer.  Recorded with 
 writes a core where recording starts and where it ends (the crash).
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -190,3 +191,26 @@ def test_a_trace_that_does_not_say_how_it_stopped_takes_the_cores_signal(recorde
     stop = checked.processes[0].threads[0].stop
     assert stop.signal == 11 and stop.description.endswith("(fault address=0xe)")
     assert stop.pc == open_core(out / "cores/end.core").threads[0].registers["rip"]
+
+
+def test_a_live_process_is_the_end_state_of_its_history_view(session, tmp_path, monkeypatch):
+    """pt start keeps the state where recording started; the stopped process is where the trace ends: in the
+    history view the locals are the program's own values (fact(5) = 120, fact(3) = 6, fib(5) = 5)."""
+    from support.launching import launchable
+
+    binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
+    session.launch(binary, "-n main")
+    session.ok("pt start --backend software")
+    session.ok("breakpoint set -n the_end")
+    session.ok("continue")
+    session.ok("pt reverse-finish")  # main, after the three results are stored
+    variables = session.ok("frame variable")
+    assert "(int) big = 120" in variables and "(int) small = 6" in variables and "(int) tree = 5" in variables
+    session.ok("pt reverse-step")  # fib(5)'s closing line
+    assert session.ok("frame variable n").strip() == "(int) n = 5"
+    session.ok("pt goto end")
+    session.ok(f"trace save {tmp_path / 'saved'}")
+    saved = json.loads((tmp_path / "saved" / "trace.json").read_text())["processes"][0]
+    assert saved["startCoreFile"] == "cores/start.core" and saved["coreFile"].startswith("cores/")
+    start = open_core(tmp_path / "saved" / saved["startCoreFile"]).threads[0].registers["rip"]
+    assert api.open_bundle(tmp_path / "saved" / "trace.json").threads[0].item(0).address == start

@@ -73,7 +73,7 @@ class SaveCommand(TraceCommand):
         parser = self.get_parser()
         live = session_for(target) is not None and target.GetProcess().IsValid()
         keeps_states = parser.format != "perf" and not parser.was_set("no-core")
-        extra = kept_states(process) if keeps_states and not live else {}  # a loaded trace's own files
+        extra = kept_states(process) if keeps_states else {}  # the known states the trace has
         threads = tuple(
             SaveThread(
                 tid,

@@ -11,7 +11,7 @@ import lldb
 
 from .. import progress
 from ..capture.intel_pt import pmu as intel_pt_pmu
-from ..debugger import live_session, recording_plan, registry
+from ..debugger import live_session, live_values, recording_plan, registry
 from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
 from . import history_stepping
@@ -80,6 +80,7 @@ class StartCommand(TidOptionCommand):
         else:
             session = live_session.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
             what = "the software recorder" + (f" ({why_not})" if why_not else "")
+        live_values.keep_known_states(session, buffered=bool(buffer_kb))
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)

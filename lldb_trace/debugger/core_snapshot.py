@@ -17,6 +17,7 @@ from ..capture.process_view import read_maps
 from ..capture.ptrace_recorder.core_snapshot import modified_mappings
 from ..capture.ptrace_recorder.ptrace import FPREGS_SIZE, USER_REGS
 from ..values.core_writer import CoreRegion, CoreSnapshot, CoreThread
+from ..values.machine_state import TRACKED, MachineState
 from .live_session import read_memory
 
 _LLDB_NAMES = {"eflags": "rflags"}
@@ -122,3 +123,15 @@ def _auxv(pid):
 def core_name(pid):
     """The core's place in a saved bundle."""
     return os.path.join("cores", f"{pid}.core")
+
+
+def live_state(process, tid):
+    """Thread ``tid`` of the stopped live ``process`` as a MachineState: where a live trace ends, every register
+    and all memory are known (the history view of a live process recovers the past from them)."""
+    thread = process.GetThreadByID(tid)
+    if not thread.IsValid():
+        return None
+    registers = _thread(thread).registers
+    tracked = {name: registers[name] for name in TRACKED if name in registers}
+    tracked["rflags"] = registers["eflags"]
+    return MachineState(tracked, lambda address, size: read_memory(process, address, size))

@@ -63,7 +63,7 @@ def shown_state(trace, tid, history, pc):
     recovery = values.thread(tid) if history is not None or not at_end else None
     if recovery is None:
         return ShownState({"rip": pc})
-    position = history.position if history is not None else len(recovery.addresses)
+    position = history.position if history is not None else trace.decoded(tid).item_count
     registers = {name: value for name, value in recovery.registers_at(position).items() if value is not None}
     registers["rip"] = pc
     state = ShownState(registers, values=recovery, position=position)

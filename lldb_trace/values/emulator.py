@@ -17,6 +17,7 @@ from .registers import COUNT, MASK64, RFLAGS, RIP
 PAGE = 4096
 _FILLS = (0x5A5A5A5A5A5A5A5A, 0xA5C3A5C3A5C3A5C3)
 _FLAG_FILLS = (0x202, 0xAD7)  # rflags unknown: no status flag set, then all of them (never TF)
+_TRANSLATION_BUFFER = 16 << 20
 _MAX_PAGES = 512  # then the emulator starts afresh, so its memory does not grow with the trace
 
 
@@ -49,6 +50,9 @@ class Emulator:
         unicorn, _ = _unicorn()
         if self._uc is None or len(self._pages) > _MAX_PAGES:
             self._uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
+            # QEMU reserves 1 GiB for translated code by default: single instructions need a sliver, and a
+            # debugger holding one emulator per traced thread must not grow by a GiB of address space each
+            self._uc.ctl_set_tcg_buffer_size(_TRANSLATION_BUFFER)
             self._pages = set()
         return self._uc
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import weakref
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,18 +23,23 @@ import numpy as np
 from ..decode.cursor import runs
 from ..errors import LldbTraceError
 from .core_file import open_core
+from .machine_state import TRACKED
 
 if TYPE_CHECKING:
     from ..process_trace import ProcessTrace
     from .core_file import CoreFile
     from .machine_state import MachineState
-    from .recovery import SyscallResult, ThreadValues
+    from .recovery import Access, SyscallResult, ThreadValues
 
 
 class ValuesError(LldbTraceError):
     """A known state the bundle names cannot be used."""
 
 
+# The positions one thread's recovery covers, counted from the end: a question far from the end solves every
+# window between it and the end (about 9 s and 350 MB a million instructions), so a long trace's values are those
+# of its last quarter million instructions (about 2 s at worst).
+MOST_POSITIONS = 250_000
 _made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -52,6 +59,8 @@ class ProcessValues:
         self._cores: dict[str, CoreFile | None] = {}
         self._threads: dict[int, ThreadValues | None] = {}
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
+        # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
+        self.live_end: Callable[[int], MachineState | None] | None = None
 
     @property
     def end_core(self) -> CoreFile | None:
@@ -69,9 +78,11 @@ class ProcessValues:
         return self._cores[key]
 
     def end_state(self, tid: int) -> MachineState | None:
-        """Thread ``tid``'s registers and memory in the core where its trace ends, or None."""
+        """Thread ``tid``'s registers and memory where its trace ends: the core's, the live process's, or None."""
         core = self.end_core
-        return core.state(tid) if core is not None and core.thread(tid) is not None else None
+        if core is not None and core.thread(tid) is not None:
+            return core.state(tid)
+        return self.live_end(tid) if self.live_end is not None else None
 
     def thread(self, tid: int) -> ThreadValues | None:
         """Thread ``tid``'s recovery; None when it has no decoded instructions."""
@@ -88,7 +99,8 @@ class ProcessValues:
         decoded = self.process_trace.decoded(tid)
         if decoded is None or not decoded.item_count:
             return None
-        addresses = position_addresses(decoded, self.process_trace.expander)
+        first = max(0, decoded.item_count - MOST_POSITIONS)  # a long trace: the values of its end only
+        addresses = position_addresses(decoded, self.process_trace.expander, first)
         end = self.end_state(tid)
         # the core is the state after the last item ran (the history's end position), or before it ran; a core
         # at a REP string instruction may be partway through it: as after it, what it changes is unknown before
@@ -101,7 +113,7 @@ class ProcessValues:
             # the core stands at a REP string instruction the trace does not hold: it faulted partway through,
             # its iterations so far done. It is the last instruction, so what it changed is unknown before it.
             addresses = np.append(addresses, np.uint64(stopped_at))
-        start_core = self.start_core
+        start_core = self.start_core if not first else None
         start = start_core.state(tid) if start_core is not None and start_core.thread(tid) is not None else None
         if start is not None and start.registers.get("rip") != int(addresses[0]):
             raise ValuesError(
@@ -109,15 +121,22 @@ class ProcessValues:
                 f"{start.registers.get('rip', 0):#x}, the trace's first instruction {int(addresses[0]):#x}; give the "
                 "state where recording started (startCoreFile), or none"
             )
-        return ThreadValues(
+        values = ThreadValues(
             addresses,
             self.process_trace.module_bytes.read_unchanging,
             end=end,
             end_after_last=end_after_last,
             start=start,
-            syscalls=self._syscalls(tid, addresses),
-            shared_memory=len(self.process_trace.tids) > 1,
+            syscalls=self._syscalls(tid, addresses) if not first else {},
+            shared_memory=self._shares_memory(),
         )
+        return TailValues(values, first) if first else values
+
+    def _shares_memory(self) -> bool:
+        """Whether another thread may have written memory meanwhile: the trace follows several, or a known state
+        holds threads the trace does not follow (``lldb-trace record --threads main``)."""
+        cores = (self.end_core, self.start_core)
+        return len(self.process_trace.tids) > 1 or any(core is not None and len(core.threads) > 1 for core in cores)
 
     def _syscalls(self, tid: int, addresses: np.ndarray) -> dict[int, SyscallResult]:
         """The recorded system calls' results, by position (the file counts instructions; gaps are positions)."""
@@ -142,10 +161,37 @@ class ProcessValues:
         return found
 
 
-def position_addresses(decoded, expander) -> np.ndarray:
-    """The address of each position's instruction, as uint64; 0 at a gap's position."""
-    found = np.zeros(decoded.item_count, dtype=np.uint64)
-    for index, run in runs(decoded, 0, expander):
+def position_addresses(decoded, expander, first=0) -> np.ndarray:
+    """The address of each position's instruction from position ``first`` on, as uint64; 0 at a gap's."""
+    found = np.zeros(decoded.item_count - first, dtype=np.uint64)
+    for index, run in runs(decoded, first, expander):
         if isinstance(run, tuple):  # a block's addresses (a gap is a Gap)
-            found[index : index + len(run)] = run
+            found[index - first : index - first + len(run)] = run
     return found
+
+
+class TailValues:
+    """A ThreadValues over a long trace's last MOST_POSITIONS positions, asked in the trace's positions: before
+    them nothing is known (the recovery keeps every address it covers, and a whole long trace would not fit)."""
+
+    def __init__(self, values: ThreadValues, first: int) -> None:
+        self.values, self.first = values, first
+        self.count = first + values.count
+
+    @property
+    def conflicts(self) -> int:
+        return self.values.conflicts
+
+    def registers_at(self, position: int) -> dict[str, int | None]:
+        if position < self.first:
+            return dict.fromkeys(TRACKED)
+        return self.values.registers_at(position - self.first)
+
+    def memory_at(self, position: int, address: int, size: int) -> tuple[bytes, bytes]:
+        if position < self.first:
+            return bytes(size), bytes(size)
+        return self.values.memory_at(position - self.first, address, size)
+
+    def accesses(self, address: int, size: int, kinds=("write",)) -> list[Access]:
+        return [replace(access, position=access.position + self.first) for access in
+                self.values.accesses(address, size, kinds)]  # fmt: skip

@@ -19,6 +19,7 @@ from lldb_trace.values.machine_state import TRACKED, MachineState
 PIE_BASE = 0x555555554000  # where Linux loads a position-independent program when ASLR is off
 SAMPLE_EVERY = 25
 STACK_SAMPLE = 256  # bytes from rsp - 128
+HEAP_SAMPLE = 2048  # bytes of the heap sampled: the first blocks malloc gave
 _SKIPPED_MAPPINGS = ("[vvar]", "[vvar_vclock]", "[vsyscall]")
 
 
@@ -26,7 +27,8 @@ _SKIPPED_MAPPINGS = ("[vvar]", "[vvar_vclock]", "[vsyscall]")
 class Truth:
     addresses: list
     registers: list  # TRACKED name -> value, before each instruction, then after the last one
-    samples: list = field(default_factory=list)  # (position, address, bytes)
+    samples: list = field(default_factory=list)  # (position, address, bytes) of the stack around rsp
+    heap_samples: list = field(default_factory=list)  # (position, address, bytes) of the heap's first bytes
     end: MachineState | None = None
     start: MachineState | None = None
     syscalls: dict = field(default_factory=dict)  # position -> registers after it
@@ -99,6 +101,15 @@ def _read_process(pid, address, size):
         return memory.read(size)
 
 
+def _heap_start(pid):
+    """Where the process's [heap] mapping begins, or None before malloc made one."""
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            if line.rstrip().endswith("[heap]"):
+                return int(line.split("-")[0], 16)
+    return None
+
+
 def _address(binary, symbol):
     info = ElfInfo(binary)
     return info.symbol(symbol) + (PIE_BASE if info.type in ("ET_DYN", 3) else 0)
@@ -139,6 +150,10 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
                 if len(truth.addresses) % SAMPLE_EVERY == 0:
                     low = regs["rsp"] - 128
                     truth.samples.append((len(truth.addresses) - 1, low, _read_process(pid, low, STACK_SAMPLE)))
+                    heap = _heap_start(pid)
+                    if heap is not None:
+                        data = _read_process(pid, heap, HEAP_SAMPLE)
+                        truth.heap_samples.append((len(truth.addresses) - 1, heap, data))
             ptrace.step(pid, pending)
             _, status = os.waitpid(pid, 0)
             if not os.WIFSTOPPED(status):
