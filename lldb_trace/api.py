@@ -40,6 +40,7 @@ from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
 from .traced_thread import TracedThread
 from .values.accesses import accesses
+from .values.machine_state import TRACKED
 from .values.process_values import values_of
 
 if TYPE_CHECKING:
@@ -160,18 +161,29 @@ class ThreadTrace(TracedThread):
         """The thread's value recovery (from the bundle's core files and the trace), made on first use."""
         found = values_of(self.process_trace).thread(self.tid)
         if found is None:
-            raise LldbTraceError(f"thread {self.tid} has no decoded instructions: no values to recover")
+            raise LldbTraceError(
+                f"thread {self.tid} has no known state to recover values from: give the trace its core where it ends"
+                " (the bundle's coreFile, or open_bundle(..., core=CORE))"
+            )
         return found
 
     def registers_at(self, index: int | None = None) -> dict[str, int | None]:
         """The registers at item ``index`` (default: the position; ``item_count``: where the thread stopped),
-        before its instruction runs: name -> value, None where the trace and the known states do not tell."""
-        return self.values().registers_at(self.history.check(self.position if index is None else index))
+        before its instruction runs: name -> value, None where the trace and the known states do not tell (all
+        but the pc without a known state)."""
+        position = self.history.check(self.position if index is None else index)
+        if not values_of(self.process_trace).has_known_state(self.tid):
+            return {**dict.fromkeys(TRACKED), "rip": self.history.pc_at(position)}
+        return self.values().registers_at(position)
 
     def read_memory_at(self, index: int | None, address: int, size: int) -> tuple[bytes, bytes]:
         """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is
-        0xff for each byte known there, 0 for each unknown one (its data byte is 0)."""
+        0xff for each byte known there, 0 for each unknown one (its data byte is 0).  Without a known state
+        only the modules' code and read-only data are known."""
         position = self.history.check(self.position if index is None else index)
+        if not values_of(self.process_trace).has_known_state(self.tid):
+            data = self.module_bytes.read_unchanging(address, size)
+            return data + bytes(size - len(data)), b"\xff" * len(data) + bytes(size - len(data))
         return self.values().memory_at(position, address, size)
 
     # -- subscribers (lldb_trace.subscribe) -------------------------------------------------------------

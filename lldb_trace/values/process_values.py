@@ -84,8 +84,16 @@ class ProcessValues:
             return core.state(tid)
         return self.live_end(tid) if self.live_end is not None else None
 
+    def has_known_state(self, tid: int) -> bool:
+        """Whether anything but the trace tells thread ``tid``'s values: a core at either end, the live process."""
+        cores = (self.end_core, self.start_core)
+        return self.live_end is not None or any(core is not None and core.thread(tid) is not None for core in cores)
+
     def thread(self, tid: int) -> ThreadValues | None:
-        """Thread ``tid``'s recovery; None when it has no decoded instructions."""
+        """Thread ``tid``'s recovery; None when it has no decoded instructions, or no known state (the trace
+        alone tells only the pc, and solving it would cost time and memory for a constant or two)."""
+        if not self.has_known_state(tid):
+            return None
         decoded = self.process_trace.decoded(tid)
         count = decoded.item_count if decoded is not None else 0
         if tid not in self._threads or self._built_from[tid] != count:  # a live trace grows: positions change
