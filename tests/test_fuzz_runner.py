@@ -27,7 +27,7 @@ def bug(_):
 
 
 def greedy(_):
-    return bytearray(2 << 30)  # past the 1 GiB of address space the child has
+    return bytearray(2 << 30)  # past the 1 GiB of address space the child may add
 
 
 def crash(_):

@@ -4,8 +4,10 @@ The generic half of the fuzz campaigns (tests/fuzz_campaign.py): what is
 mutated, and what is done with a mutant, belong to the callers.  Each run
 forks, so whatever the parent warmed (imported modules, parsed binaries) is
 shared, and nothing one mutant does (a leak, a cache, a crash) reaches the
-next.  The child gets an address-space limit (RLIMIT_AS) and the parent a
-wall-clock limit; the child's output goes to /dev/null.
+next.  The child gets an address-space limit (RLIMIT_AS: what it inherited
+mapped, plus the limit's bytes, so a test process that grew earlier does not
+leave a mutant less room) and the parent a wall-clock limit; the child's
+output goes to /dev/null.
 
 An outcome is one of:
 
@@ -48,7 +50,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one run may use: wall-clock seconds and bytes of address space."""
+    """What one run may use: wall-clock seconds and bytes of address space beyond what it starts with."""
 
     seconds: float = 20.0
     memory: int = 2 << 30
@@ -83,9 +85,19 @@ def _child(sender, target, argument, expected, memory):
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    mapped = _mapped_bytes()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + memory, mapped + memory))
     sender.send(_classify(target, argument, expected))
     sender.close()
+
+
+def _mapped_bytes():
+    """The address space this process has mapped (VmSize), inherited from the parent at the fork."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _classify(target, argument, expected):
