@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.stepped_truth import step_program  # noqa: E402
+from support.stepped_truth import register_score, step_program  # noqa: E402
 
 from lldb_trace.values.machine_state import GENERAL, MachineState  # noqa: E402
 from lldb_trace.values.recovery import CHUNK, SyscallResult, ThreadValues  # noqa: E402
@@ -39,18 +39,6 @@ from lldb_trace.values.registers import INDEX  # noqa: E402
 
 LAST = 10_000
 MODES = {"lazy binding": [], "-z now": ["-Wl,-z,now"]}
-
-
-def score(values, truth, first):
-    known = wrong = total = 0
-    for position in range(first, len(truth.addresses) + 1):
-        shown = values.registers_at(position)
-        for name in GENERAL:
-            total += 1
-            if shown[name] is not None:
-                known += 1
-                wrong += shown[name] != truth.registers[position][name]
-    return known / total, wrong
 
 
 def score_memory(values, samples, first):
@@ -119,8 +107,9 @@ def measure(mode, truth, with_start, explain):
     """Solves one run, prints what it reached and returns its table row."""
     values, seconds, grown = solve(truth, with_start)
     count = len(truth.addresses)
-    last, last_wrong = score(values, truth, max(0, count - LAST))
-    whole, whole_wrong = score(values, truth, 0)
+    last, last_wrong = register_score(values, truth, max(0, count - LAST))
+    whole, whole_wrong = register_score(values, truth, 0)
+    last_wrong, whole_wrong = len(last_wrong), len(whole_wrong)
     memory = {
         (kind, span): score_memory(values, samples, first)
         for kind, samples in (("stack", truth.samples), ("heap", truth.heap_samples))

@@ -10,7 +10,7 @@ from functools import partial
 
 import pytest
 from support.paths import SOURCES
-from support.stepped_truth import step_program
+from support.stepped_truth import register_score, step_program
 
 from lldb_trace.values import rules
 from lldb_trace.values.emulator import Emulator
@@ -53,25 +53,11 @@ def truths(tmp_path_factory):
     return truth
 
 
-def _score(values, truth, first=0):
-    """(share of GPR values known from position ``first`` on, the wrong ones)."""
-    known, wrong, total = 0, [], 0
-    for position in range(first, len(truth.addresses) + 1):
-        shown = values.registers_at(position)
-        for name in GENERAL:
-            total += 1
-            if shown[name] is not None:
-                known += 1
-                if shown[name] != truth.registers[position][name]:
-                    wrong.append((position, name, shown[name], truth.registers[position][name]))
-    return known / total, wrong
-
-
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_registers_from_the_end_state_are_never_wrong(truths, name):
     truth = truths(name)
     values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
-    share, wrong = _score(values, truth)
+    share, wrong = register_score(values, truth)
     assert wrong == []
     assert values.conflicts == 0
     assert share > COVERED[name], f"{name}: only {share:.0%} of register values known"
@@ -95,7 +81,7 @@ def test_the_start_state_carries_forward_until_a_system_call(truths):
     truth = truths("libc-now")
     values = ThreadValues(truth.addresses, truth.read_code, start=_state(truth, 0))
     first_syscall = min(truth.syscalls, default=len(truth.addresses))
-    _, wrong = _score(values, truth)
+    _, wrong = register_score(values, truth)
     assert wrong == []
     shown = [values.registers_at(p) for p in range(min(first_syscall, 2000))]
     known = sum(row[name] is not None for row in shown for name in GENERAL) / (len(shown) * len(GENERAL))
@@ -113,16 +99,16 @@ def test_both_states_and_recorded_system_calls(truths):
     values = ThreadValues(
         truth.addresses, truth.read_code, end=truth.end, end_after_last=True, start=_state(truth, 0), syscalls=syscalls
     )
-    share, wrong = _score(values, truth)
+    share, wrong = register_score(values, truth)
     assert wrong == []
-    alone, _ = _score(ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True), truth)
+    alone, _ = register_score(ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True), truth)
     assert share >= alone
 
 
 def test_shared_memory_carries_no_memory_and_stays_right(truths):
     truth = truths("libc")
     values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True, shared_memory=True)
-    _, wrong = _score(values, truth)
+    _, wrong = register_score(values, truth)
     assert wrong == []
     middle = len(truth.addresses) // 2
     assert values.memory_at(middle, truth.registers[middle]["rsp"], 8)[1] in (bytes(8), b"\xff" * 8)
@@ -134,7 +120,7 @@ def test_a_gap_stops_everything_crossing_it(truths):
     gap = len(addresses) // 2
     addresses[gap] = 0
     values = ThreadValues(addresses, truth.read_code, end=truth.end, end_after_last=True)
-    _, wrong = _score(values, truth)
+    _, wrong = register_score(values, truth)
     assert wrong == []
     assert all(value is None for value in values.registers_at(gap).values())
     assert all(values.registers_at(gap - 1)[name] is None for name in GENERAL if name != "rip")

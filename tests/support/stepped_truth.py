@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from lldb_trace.capture.ptrace_recorder import ptrace
 from lldb_trace.elf_info import UNREADABLE_ELF, ElfInfo
-from lldb_trace.values.machine_state import TRACKED, MachineState
+from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
 
 PIE_BASE = 0x555555554000  # where Linux loads a position-independent program when ASLR is off
 SAMPLE_EVERY = 25
@@ -202,3 +202,18 @@ def _is_rep(pid, address):
 
 def _is_syscall(pid, address):
     return _code(pid, address)[:2] == b"\x0f\x05"
+
+
+def register_score(values, truth, first=0):
+    """``(share of the GPR values known from position first on, [(position, name, shown, true)] of the wrong)``:
+    how the tests and benchmarks/value_recovery.py score a recovery against the steps."""
+    known, wrong, total = 0, [], 0
+    for position in range(first, len(truth.addresses) + 1):
+        shown = values.registers_at(position)
+        for name in GENERAL:
+            total += 1
+            if shown[name] is not None:
+                known += 1
+                if shown[name] != truth.registers[position][name]:
+                    wrong.append((position, name, shown[name], truth.registers[position][name]))
+    return known / total, wrong
