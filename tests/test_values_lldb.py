@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
-from support.paths import SOURCES
+from support.paths import HISTORY, SOURCES
 
 from lldb_trace import api
 from lldb_trace.trace_files import load_trace
@@ -214,3 +214,15 @@ def test_a_live_process_is_the_end_state_of_its_history_view(session, tmp_path, 
     assert saved["startCoreFile"] == "cores/start.core" and saved["coreFile"].startswith("cores/")
     start = open_core(tmp_path / "saved" / saved["startCoreFile"]).threads[0].registers["rip"]
     assert api.open_bundle(tmp_path / "saved" / "trace.json").threads[0].item(0).address == start
+
+
+def test_stepping_over_a_call_stops_at_a_watched_write_inside_it(session):
+    """As GDB's watchpoints do: `pt reverse-next` over add_mark(&ada, 6) stops right after its store to course."""
+    session.ok(f"trace load {HISTORY / 'gradebook' / 'trace.json'}")
+    session.ok("watchpoint set expression -s 8 -- &student->course")
+    session.ok("pt goto 182")  # main's loop, after the fifth add_mark returned
+    report = session.ok("pt reverse-next")
+    assert "Watchpoint 1 hit:" in report and "instruction 174 of 274" in report
+    assert session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetFunctionName() == "add_mark"
+    assert "Watchpoint" not in session.ok("pt reverse-next")  # nothing watched between: line 23
+    assert "instruction 174 of 274" in session.ok("pt next")  # forwards, onto the store again

@@ -19,8 +19,8 @@ HISTORY_HELP = (
     " the thread stopped. At a past position 'bt', 'frame select', 'source list', 'disassemble -p' and 'thread"
     " list' describe that point; 'register read', 'frame variable', 'p' and 'memory read' show the values known"
     " there (from a core file where the trace ends and the state where recording started, carried along the"
-    " trace) and say which are not known. Watchpoints set on a trace stop 'pt continue' and 'pt"
-    " reverse-continue' right after a write. On a live process the past is shown in a history view (a second"
+    " trace) and say which are not known. Watchpoints set on a trace stop every movement"
+    " right after a write, as breakpoints stop it. On a live process the past is shown in a history view (a second"
     " target over the same trace); the process itself is never touched, and 'pt goto end' returns to it."
 )
 

@@ -111,11 +111,9 @@ def _set_expression(target, args):
 
 def _added(target, address, size, kind, spec, declared):
     watchpoint = history_watchpoints.add(target, address, size, kind, spec, declared)
-    return (
-        "Watchpoint created: "
-        + _describe(watchpoint)
-        + ("\n(a history watchpoint: 'pt continue' and 'pt reverse-continue' stop right after each write)")
-    )
+    access = {"read": "read", "read_write": "read or write", "modify": "write that changes it"}.get(kind, "write")
+    moves = "'pt continue', 'pt reverse-continue' and the stepping commands stop right after each"
+    return f"Watchpoint created: {_describe(watchpoint)}\n(a history watchpoint: {moves} {access})"
 
 
 def _describe(watchpoint):

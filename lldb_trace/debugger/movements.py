@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import lldb
 
 from ..history import HistoryError
+from ..history.movement import Movement
 from . import histories, history_view, history_watchpoints
 
 
@@ -44,20 +45,35 @@ def _perform(history, request, target, trace, tid):
     if request.kind == "goto":
         return history.goto(_position(history, request.position)), None
     breakpoints = histories.breakpoint_locations(target, history)
+    positions, stops = history_watchpoints.stop_positions(target, trace, tid)
     if request.kind == "continue":
-        positions, stops = history_watchpoints.stop_positions(target, trace, tid)
         movement = history.continue_(breakpoints, request.reverse, positions)
-        if movement.position in stops and movement.message is None:
-            watchpoint, access = stops[movement.position]
-            return movement, history_watchpoints.note_stop(target, trace, tid, movement.position, watchpoint, access)
-        return movement, None
-    step = getattr(history, request.kind)
-    movement = step(request.reverse, breakpoints)
-    for _ in range(request.count - 1):
-        if movement.message or movement.breakpoint is not None:
-            break
+    else:
+        start = history.position
+        step = getattr(history, request.kind)
         movement = step(request.reverse, breakpoints)
+        for _ in range(request.count - 1):
+            if movement.message or movement.breakpoint is not None:
+                break
+            movement = step(request.reverse, breakpoints)
+        movement = _first_watched(history, start, movement, positions)
+    if movement.position in stops and movement.message is None:
+        watchpoint, access = stops[movement.position]
+        return movement, history_watchpoints.note_stop(target, trace, tid, movement.position, watchpoint, access)
     return movement, None
+
+
+def _first_watched(history, start, movement, positions):
+    """A step that went past a watched write stops right after it instead, as it stops at a breakpoint."""
+    if not len(positions) or movement.position == start:
+        return movement
+    if movement.position > start:
+        passed = positions[(positions > start) & (positions <= movement.position)]
+        stop = int(passed.min()) if len(passed) else None
+    else:
+        passed = positions[(positions >= movement.position) & (positions < start)]
+        stop = int(passed.max()) if len(passed) else None
+    return movement if stop is None else history.move(Movement(stop))
 
 
 def _position(history, position):
