@@ -15,6 +15,7 @@ if [ "$mode" = test ]; then
   command -v gcc >/dev/null || packages+=(gcc libc6-dev)
   [ -f /usr/include/intel-pt.h ] || packages+=(libipt-dev)  # struct layout cross-check
   command -v strip >/dev/null || packages+=(binutils)
+  command -v gdb >/dev/null || packages+=(gdb)  # GDB's record full and gcore: references the tests compare with
   # Native LLDB with its intel-pt plugin: the independent decoder the tests compare with.
   if ! command -v lldb-22 >/dev/null || ! dpkg -s python3-lldb-22 >/dev/null 2>&1; then
     if [ "$(id -u)" -eq 0 ]; then
