@@ -48,8 +48,7 @@ def cores(tmp_path_factory):
             check=True,
         )
     finally:
-        ptrace.kill(pid)
-        os.waitpid(pid, 0)
+        ptrace.end(pid)
     return ours, folder / "gdb.core"
 
 

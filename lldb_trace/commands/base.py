@@ -274,3 +274,15 @@ class TidOptionCommand(TraceCommand):
 def _argument_type(name):
     """LLDB's argument type named ``name`` in a declaration: ``"Count"`` is ``lldb.eArgTypeCount``."""
     return getattr(lldb, f"eArgType{name}")
+
+
+def address_of(target, text):
+    """An address given as a number, or as an expression evaluated in the selected frame (``&ada.course``)."""
+    number = parse_number(text)
+    if number is not None:
+        return number
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    value = frame.EvaluateExpression(text) if frame.IsValid() else target.EvaluateExpression(text)
+    if not value.GetError().Success():
+        raise LldbTraceError(f"'{text}' is no address: {value.GetError().GetCString()}")
+    return value.GetValueAsUnsigned()

@@ -11,7 +11,7 @@ from ..values.accesses import accesses
 from ..values.process_values import values_of
 from ..views.accesses import accesses_json, accesses_text, shown_accesses
 from ..views.matches import matches_json, matches_text, shown_matches
-from .base import TidOptionCommand, help_paragraphs, parse_number
+from .base import TidOptionCommand, address_of, help_paragraphs, parse_number
 
 DEFAULT_COUNT = 20
 
@@ -78,7 +78,7 @@ class FindCommand(TidOptionCommand):
         if sum(parser.was_set(name) for name in ("function", "line", "address", "write", "read")) != 1:
             raise LldbTraceError("give exactly one of --function, --line, --address, --write and --read")
         writes = parser.was_set("write")
-        address = _address(target, parser.write if writes else parser.read)
+        address = address_of(target, parser.write if writes else parser.read)
         size = int(parser.size)
         values = values_of(trace).thread(tid)
         if values is None:
@@ -105,18 +105,6 @@ class FindCommand(TidOptionCommand):
         if not thread.IsValid():
             raise LldbTraceError("no thread is selected: 'thread select N' or give -t TID")
         return thread.GetThreadID()
-
-
-def _address(target, text):
-    """An address given as a number, or as an expression evaluated in the selected frame (``&ada.course``)."""
-    number = parse_number(text)
-    if number is not None:
-        return number
-    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
-    value = frame.EvaluateExpression(text) if frame.IsValid() else target.EvaluateExpression(text)
-    if not value.GetError().Success():
-        raise LldbTraceError(f"'{text}' is no address: {value.GetError().GetCString()}")
-    return value.GetValueAsUnsigned()
 
 
 def _search(parser):

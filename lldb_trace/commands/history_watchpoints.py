@@ -14,7 +14,7 @@ import shlex
 from ..debugger import history_watchpoints
 from ..debugger.histories import shows_history
 from ..errors import LldbTraceError
-from .base import parse_number
+from .base import address_of, parse_number
 
 _KINDS = {"write": "write", "w": "write", "read": "read", "r": "read", "read_write": "read_write", "rw": "read_write",
           "modify": "modify", "m": "modify"}  # fmt: skip
@@ -99,14 +99,7 @@ def _set_expression(target, args):
     kind, size, expression = _options(args)
     if not expression:
         raise WatchpointError("give an address: watchpoint set expression -- ADDRESS")
-    address = parse_number(expression)
-    if address is None:
-        frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
-        value = frame.EvaluateExpression(expression)
-        if value.GetError().Fail():
-            raise WatchpointError(f"'{expression}' is no address: {value.GetError().GetCString()}")
-        address = value.GetValueAsUnsigned()
-    return _added(target, address, size or 8, kind, expression, None)
+    return _added(target, address_of(target, expression), size or 8, kind, expression, None)
 
 
 def _added(target, address, size, kind, spec, declared):

@@ -16,11 +16,11 @@ import shlex
 import lldb
 
 from ..debugger import histories
+from ..debugger.register_layout import GENERIC_NAMES
 from ..errors import LldbTraceError
 from ..values.machine_state import GENERAL
 
 _running = []  # non-empty while LLDB's own command runs inside the override
-_ALIASES = {"pc": "rip", "sp": "rsp", "fp": "rbp", "flags": "rflags"}  # LLDB's generic names
 
 
 def install(debugger):
@@ -55,7 +55,7 @@ def _unknown_registers(debugger, arguments):
     if not known or known.issuperset(GENERAL):
         return False  # every register is known (a core's state): LLDB's own command
     names = shlex.split(" ".join(arguments))
-    known |= {alias for alias, name in _ALIASES.items() if name in known}
+    known |= {alias for alias, name in GENERIC_NAMES.items() if name in known}
     unknown = [name for name in (names or GENERAL) if name.lstrip("$") not in known]
     asked = [name for name in names if name.lstrip("$") in known]
     if names and not unknown:

@@ -34,6 +34,8 @@ class HistoryWatchpoint:
 _lists: dict = {}  # target id -> [HistoryWatchpoint]
 _last_ids: dict = {}  # target id -> the last id given: ids are not reused after a delete, as LLDB's are not
 _stops: dict = {}  # (target id, tid, position) -> the stop's description lines
+_found: dict = {}  # (target id, tid) -> (the recovery, the watchpoints, stop_positions' answer) last asked
+_ACCESSES = {"read_write": ("read", "write"), "read": ("read",)}  # a watchpoint's kind -> what stops it
 
 
 def watchpoints(target):
@@ -50,27 +52,27 @@ def add(target, address, size, kind, spec, declared=None):
 
 def stop_positions(target, trace, tid):
     """``(sorted positions, {position: (watchpoint, Access)})``: where the enabled watchpoints stop thread ``tid``
-    (the position after each access they watch)."""
-    stops = {}
+    (the position after each access they watch).  Every movement asks, a step included: the answer is kept
+    while the watchpoints and the thread's recovery are the same."""
     enabled = [w for w in watchpoints(target) if w.enabled]
     values = values_of(trace).thread(tid) if enabled else None
     if values is None:
-        return np.zeros(0, dtype=np.int64), stops
+        return np.zeros(0, dtype=np.int64), {}
+    key, watched = (target.GetProcess().GetUniqueID(), tid), tuple((w.id, w.address, w.size, w.kind) for w in enabled)
+    kept = _found.get(key)
+    if kept is not None and kept[0] is values and kept[1] == watched:
+        return kept[2]
+    stops = {}
     for watchpoint in enabled:
-        kinds = (
-            ("read", "write")
-            if watchpoint.kind == "read_write"
-            else ("read",)
-            if watchpoint.kind == "read"
-            else ("write",)
-        )
-        for access in values.accesses(watchpoint.address, watchpoint.size, kinds):
+        for access in values.accesses(watchpoint.address, watchpoint.size, _ACCESSES.get(watchpoint.kind, ("write",))):
             if not access.exact:
                 continue
             if watchpoint.kind == "modify" and access.old is not None and access.old == access.new:
                 continue
             stops.setdefault(access.position + 1, (watchpoint, access))
-    return np.array(sorted(stops), dtype=np.int64), stops
+    found = np.array(sorted(stops), dtype=np.int64), stops
+    _found[key] = (values, watched, found)
+    return found
 
 
 def note_stop(target, trace, tid, position, watchpoint, access):

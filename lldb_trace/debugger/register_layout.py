@@ -35,6 +35,8 @@ _PARTS = {
 }
 _SETS = ["General Purpose Registers", "Floating Point Registers", "Parts of General Purpose Registers"]
 _ALT_NAMES = {"rip": "pc", "rsp": "sp", "rbp": "fp"}
+# LLDB's generic names of the registers a command may name instead (``register read pc``)
+GENERIC_NAMES = {**{alias: name for name, alias in _ALT_NAMES.items()}, "flags": "rflags"}
 FXSAVE_STACK = 32
 FXSAVE_XMM = 160
 FXSAVE_SIZE = 512
@@ -105,4 +107,4 @@ def register_bytes(values):
     return bytes(out)
 
 
-X86_REGISTER_NAMES = frozenset((*_GENERAL, *_VECTOR, *_X87, *_STACK, *_PARTS, "pc", "sp", "fp"))
+X86_REGISTER_NAMES = frozenset((*_GENERAL, *_VECTOR, *_X87, *_STACK, *_PARTS, *_ALT_NAMES.values()))

@@ -7,7 +7,6 @@ SAMPLE_EVERY steps, and at the end the registers and every readable mapping
 (what a core file would hold): the end state, *after* the last step.
 """
 
-import contextlib
 import os
 import signal
 from dataclasses import dataclass, field
@@ -172,9 +171,7 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
         truth.end, truth.unchanging = MachineState(_tracked(regs), snapshot.read), snapshot.read_unchanging
         return truth
     finally:
-        ptrace.kill(pid)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        ptrace.end(pid)
 
 
 def _code(pid, address):

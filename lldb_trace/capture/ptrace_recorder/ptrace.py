@@ -196,3 +196,18 @@ def stop_thread(pid, tid):
 def kill(pid):
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def end(pid):
+    """Kill tracee ``pid`` and reap it.  Traced with PTRACE_O_TRACEEXIT it stops once more on its way out, and
+    stays there until continued: a tracee left so would hold every later wait for any child."""
+    kill(pid)
+    while True:
+        try:
+            _, status = os.waitpid(pid, WALL)
+        except ChildProcessError:
+            return
+        if not os.WIFSTOPPED(status):
+            return
+        with contextlib.suppress(PtraceError):
+            cont(pid)
