@@ -14,7 +14,10 @@ lists, for the GPR values left unknown over the last 10,000, the instructions
 that began them (what to teach the engine next) and the writes at unknown
 addresses there (each a barrier that wipes all memory).  ``--start`` also
 solves each run with the state where stepping began and each system call's
-registers (what ``lldb-trace record`` saves) besides the end state.  The
+results (registers and the memory it wrote, as ``lldb-trace record`` saves
+them) besides the end state, and with ``--recorded`` with the registers
+before every instruction as well (what ``lldb-trace record`` keeps in
+``registerStates``): then the share of stack and heap bytes is what counts.  The
 output ends with a markdown table for benchmarks/RESULTS.md.
 """
 
@@ -28,13 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support.stepped_truth import register_score, step_program  # noqa: E402
 
-from lldb_trace.values.machine_state import GENERAL, MachineState  # noqa: E402
-from lldb_trace.values.recovery import CHUNK, SyscallResult, ThreadValues  # noqa: E402
+from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState  # noqa: E402
+from lldb_trace.values.recovery import CHUNK, ThreadValues  # noqa: E402
 from lldb_trace.values.registers import INDEX  # noqa: E402
 
 LAST = 10_000
@@ -86,26 +91,25 @@ def _peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def solve(truth, with_start=False):
+def solve(truth, with_start=False, recorded=False):
     """(ThreadValues with every window solved, seconds, growth of the peak RSS in MB); ``with_start``: from the
-    start state and the system calls' registers (their memory unknown) too."""
+    start state and each system call's results as ``lldb-trace record`` saves them too."""
     known = {}
     if with_start:
-        start = MachineState(truth.registers[0], truth.start.read_memory)
-        syscalls = {
-            position: SyscallResult({name: registers[name] for name in ("rax", "rcx", "r11")}, [], True)
-            for position, registers in truth.syscalls.items()
-        }
-        known = {"start": start, "syscalls": syscalls}
+        start = MachineState(truth.registers[0], truth.start.read_memory, truth.start.xcr0)
+        known = {"start": start, "syscalls": truth.syscall_results}
+    if recorded:
+        rows = np.array([[state[name] for name in TRACKED] for state in truth.registers], dtype=np.uint64)
+        known["recorded"] = (np.arange(len(rows)), rows, TRACKED)
     before, started = _peak_mb(), time.perf_counter()
     values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True, **known)
-    values.registers_at(0)  # every window, newest to oldest
+    values.memory_at(0, 0, 1)  # every window, newest to oldest (registers a recorder saw need none solved)
     return values, time.perf_counter() - started, _peak_mb() - before
 
 
-def measure(mode, truth, with_start, explain):
+def measure(mode, truth, with_start, explain, recorded=False):
     """Solves one run, prints what it reached and returns its table row."""
-    values, seconds, grown = solve(truth, with_start)
+    values, seconds, grown = solve(truth, with_start, recorded)
     count = len(truth.addresses)
     last, last_wrong = register_score(values, truth, max(0, count - LAST))
     whole, whole_wrong = register_score(values, truth, 0)
@@ -147,6 +151,7 @@ def main():
     parser.add_argument("--until", default=None, help="stop stepping at this function")
     parser.add_argument("--why", action="store_true", help="list why GPR values stay unknown in the last 10,000")
     parser.add_argument("--start", action="store_true", help="also solve with the start state and system calls")
+    parser.add_argument("--recorded", action="store_true", help="and with the registers at every step too")
     parser.add_argument("cflags", nargs="*", default=["-O2", "-DROUNDS=100000"])
     options = parser.parse_args()
     print("$ .venv/bin/python benchmarks/value_recovery.py " + shlex.join(sys.argv[1:]))
@@ -164,10 +169,13 @@ def main():
             del truth, values
         for mode, extra in MODES.items():
             binary = build(folder, options.source, options.cflags, extra)
-            truth = step_program(binary, options.steps, until=options.until, with_start=options.start)
+            with_start = options.start or options.recorded
+            truth = step_program(binary, options.steps, until=options.until, with_start=with_start)
             rows.append(measure(mode, truth, False, options.why))
             if options.start:
                 rows.append(measure(f"{mode}, start + end", truth, True, options.why))
+            if options.recorded:
+                rows.append(measure(f"{mode}, lldb-trace record's states", truth, True, False, recorded=True))
     print()
     print(
         f"| build | instructions | GPR known, last {LAST:,} | GPR known, whole | stack bytes, last {LAST:,} "

@@ -59,6 +59,7 @@ def test_a_core_gives_the_threads_registers_signal_files_and_memory_gdb_sees(cas
     reference = gdb_registers(cases.program, cases.core)
     assert {name: thread.registers[name] for name in reference} == reference
     assert thread.registers["rflags"] == thread.registers["eflags"] and len(thread.fpregs) == 512
+    assert thread.xcr0 & 0b11 == 0b11  # NT_X86_XSTATE: x87 and SSE are always enabled
     assert (core.siginfo.signo, core.siginfo.fault_address) == (11, 0)  # crash.c reads through a null pointer
     assert any(f.path == str(cases.program) and f.start == 0x400000 and f.offset == 0 for f in core.mapped_files)
     state = core.state(cases.pid)
@@ -233,7 +234,7 @@ def test_the_check_decodes_only_the_end_of_the_trace(cases):
 def test_trace_schema_lists_the_new_keys():
     for name in ("intel-pt", "intel-pt-lldb"):
         shown = render_schema(name)
-        for key in ('"coreFile"?: ', '"startCoreFile"?: ', '"syscallResults"?: '):
+        for key in ('"coreFile"?: ', '"startCoreFile"?: ', '"syscallResults"?: ', '"registerStates"?: '):
             assert key in shown, (name, key)
 
 

@@ -126,7 +126,19 @@ def frame_lines(bt):
     return [(int(number), int(pc, 16)) for number, pc in FRAME.findall(bt)]
 
 
-def test_outer_frames_stand_at_their_call_as_bt_shows_them(session, thread):
+def without_register_states(libcalls, folder):
+    """A copy of the libcalls bundle without the registers the recorder saw: as a hardware trace has none, most
+    registers are unknown inside ld.so, and the frames LLDB shows are the trace's."""
+    copy = folder / "bundle"
+    shutil.copytree(libcalls[0].parent, copy)
+    listed = json.loads((copy / "trace.json").read_text())
+    for thread in listed["processes"][0]["threads"]:
+        del thread["registerStates"]
+    (copy / "trace.json").write_text(json.dumps(listed))
+    return copy / "trace.json"
+
+
+def test_outer_frames_stand_at_their_call_as_bt_shows_them(session, thread, libcalls, tmp_path):
     call = main_calls_through(thread, "strlen")[1]
     frames = thread.stack_at(call.entered)
     main = frames[1]
@@ -138,6 +150,12 @@ def test_outer_frames_stand_at_their_call_as_bt_shows_them(session, thread):
     caller = frames[-1]
     assert caller.outermost_traced and caller.resumes_at == thread.call_forest().trees[0].address
     assert thread.locate(caller.pc).mnemonic.startswith("call") and caller.pc < caller.resumes_at <= caller.pc + 7
+    session.ok(f"pt goto {call.entered}")
+    # every register known (the recorder's register states): LLDB unwinds the stack as in a core, an outer frame at
+    # its return address (and past main's caller where the memory there is known)
+    shown = frame_lines(session.ok("bt"))
+    assert [pc for _, pc in shown][: len(frames)] == [frames[0].pc] + [frame.resumes_at for frame in frames[1:]]
+    session.ok(f"trace load {without_register_states(libcalls, tmp_path)}")
     session.ok(f"pt goto {call.entered}")
     shown = frame_lines(session.ok("bt"))
     assert [pc for _, pc in shown] == [frame.pc for frame in frames]
@@ -161,7 +179,9 @@ def test_the_oldest_frame_is_numbered_as_bt_lists_it(session, thread, libcalls, 
         stop, bt = done.stdout.split("(lldb) bt")
     numbers = [number for number, _ in frame_lines(bt)]
     assert numbers == list(range(len(numbers))) and len(numbers) >= 4
-    assert int(OLDEST.search(stop).group(1)) == numbers[-1]
+    # every register is known there: LLDB unwinds on past main's caller, the oldest frame the trace holds
+    oldest = int(OLDEST.search(stop).group(1))
+    assert f"frame #{oldest}: " in bt and "`__libc_start_call_main" in bt.split(f"frame #{oldest}: ")[1].splitlines()[0]
     assert "libcalls`main" in bt
     if lldb_name == "pip":  # LLDB 22 shows an inlined call site's innermost function alone (no llvm PR 191132)
         assert "ld-linux-x86-64.so.2`_dl_fixup" in bt

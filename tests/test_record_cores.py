@@ -73,6 +73,7 @@ def test_the_cores_stand_where_the_trace_starts_and_ends(recorded, program):
     truth = truth_of(recorded / "trace.json", tid)
     start, end = open_core(recorded / "cores/start.core"), open_core(recorded / "cores/end.core")
     assert [t.tid for t in start.threads] == [t.tid for t in end.threads] == [tid]
+    assert start.threads[0].xcr0 == end.threads[0].xcr0 and end.threads[0].xcr0 & 0b11 == 0b11  # NT_X86_XSTATE
     assert start.threads[0].registers["rip"] == truth.addresses[0] == _symbol_address(program, start, "main")
     # At exit_group: the thread has entered the kernel past its last instruction, the syscall.
     registers = end.threads[0].registers
@@ -146,8 +147,8 @@ def test_no_core_writes_neither_cores_nor_syscall_results(tmp_path, program):
     assert result.returncode == 0, result.stderr
     process = _process(tmp_path / "b")
     assert "coreFile" not in process and "startCoreFile" not in process
-    assert "syscallResults" not in process["threads"][0]
-    assert not (tmp_path / "b" / "cores").exists() and not (tmp_path / "b" / "syscalls").exists()
+    assert "syscallResults" not in process["threads"][0] and "registerStates" not in process["threads"][0]
+    assert not any((tmp_path / "b" / name).exists() for name in ("cores", "syscalls", "registers"))
 
 
 def test_perf_format_writes_the_cores_beside_perf_data(tmp_path, program):

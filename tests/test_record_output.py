@@ -110,6 +110,7 @@ def test_the_recorder_writes_the_bundle_trace_save_writes(tmp_path, static_progr
         "iptTrace": f"traces/{thread['tid']}.intelpt_trace",
         "stopReason": {"exited": True, "exitStatus": 75},  # main's result, given to exit
         "syscallResults": f"syscalls/{thread['tid']}.json",
+        "registerStates": f"registers/{thread['tid']}.npz",
     }
     [module] = document["processes"][0]["modules"]
     copy = "modules/" + str(static_program).lstrip("/")

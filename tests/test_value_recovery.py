@@ -15,7 +15,7 @@ from support.stepped_truth import register_score, step_program
 from lldb_trace.values import rules
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
-from lldb_trace.values.recovery import ThreadValues
+from lldb_trace.values.recovery import SyscallResult, ThreadValues
 from lldb_trace.values.registers import COUNT, MASK64, RFLAGS, RIP
 from lldb_trace.values.semantics import decode
 
@@ -90,12 +90,8 @@ def test_the_start_state_carries_forward_until_a_system_call(truths):
 
 def test_both_states_and_recorded_system_calls(truths):
     truth = truths("libc")
-    from lldb_trace.values.recovery import SyscallResult
-
-    syscalls = {
-        p: SyscallResult({k: v for k, v in regs.items() if k in ("rax", "rcx", "r11")}, [], True)
-        for p, regs in truth.syscalls.items()
-    }
+    syscalls = truth.syscall_results
+    assert syscalls and all(not result.unknown_memory for result in syscalls.values())  # write, brk, mmap...
     values = ThreadValues(
         truth.addresses, truth.read_code, end=truth.end, end_after_last=True, start=_state(truth, 0), syscalls=syscalls
     )
@@ -103,6 +99,23 @@ def test_both_states_and_recorded_system_calls(truths):
     assert wrong == []
     alone, _ = register_score(ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True), truth)
     assert share >= alone
+
+
+def test_a_recorded_system_call_leaves_what_it_does_not_list_as_it_was():
+    """The recorder lists the registers a syscall changed: fs_base, which arch_prctl may set, is carried across
+    a write(2) whose result lists only rax, rcx and r11."""
+    code = bytes.fromhex("0f0590")  # syscall; nop
+    start = MachineState({"rax": 1, "rdi": 1, "fs_base": 0x7FFFF7D8A740, "rflags": 0x246}, lambda a, s: b"")
+    result = SyscallResult({"rax": 5, "rcx": CODE_AT + 2, "r11": 0x246})
+    values = ThreadValues(
+        [CODE_AT, CODE_AT + 2],
+        lambda address, size: code[address - CODE_AT : address - CODE_AT + size],
+        start=start,
+        syscalls={0: result},
+    )
+    after = values.registers_at(1)
+    assert (after["rax"], after["fs_base"], after["rflags"], after["rdi"]) == (5, 0x7FFFF7D8A740, 0x246, 1)
+    assert values.registers_at(0)["rax"] == 1
 
 
 def test_shared_memory_carries_no_memory_and_stays_right(truths):
@@ -248,7 +261,7 @@ def test_what_an_instruction_may_change(code, writes, stores, barrier):
     assert effect.barrier == barrier
 
 
-def _run(program, registers, memory=None, trace=None):
+def _run(program, registers, memory=None, trace=None, xcr0=None):
     """The pieces of ``program`` (hex codes, laid out from CODE_AT) that ``trace`` lists (all, in order, by default)
     run once; the end state after the last one: ``registers`` (names) and ``memory`` ({address: bytes})."""
     code, starts = b"", []
@@ -266,7 +279,8 @@ def _run(program, registers, memory=None, trace=None):
         return b""
 
     addresses = [starts[i] for i in (trace if trace is not None else range(len(program)))]
-    return ThreadValues(addresses, read_code, end=MachineState(registers, read_memory), end_after_last=True)
+    end = MachineState(registers, read_memory, xcr0)
+    return ThreadValues(addresses, read_code, end=end, end_after_last=True)
 
 
 @pytest.mark.parametrize(("jump", "zero"), [("7402", True), ("7502", False)])
@@ -275,6 +289,14 @@ def test_a_je_taken_says_the_tested_register_was_zero(jump, zero):
     values = _run(["4885c9", jump, "90", "90", "b901000000"], {"rcx": 1}, trace=[0, 1, 4])
     assert values.registers_at(0)["rcx"] == (0 if zero else None)  # a jne taken only says rcx was not 0
     assert values.conflicts == 0
+
+
+def test_an_instruction_reading_no_register_is_not_the_zero_idiom():
+    """``add qword [rip + 0x10], 1`` reads only memory: it is not ``xor r, r``, whose result is 0 whatever r
+    held (the engine once stored 0 there)."""
+    counter = CODE_AT + 8 + 0x10
+    values = _run(["4883051000000001", "90"], {"rflags": 0x202}, {counter: (0x56).to_bytes(8, "little")})
+    assert values.memory_at(0, counter, 8) == ((0x55).to_bytes(8, "little"), b"\xff" * 8)
 
 
 def test_a_compare_the_trace_shows_equal_relates_both_registers():
@@ -297,6 +319,21 @@ def test_an_xsave_writes_a_bounded_area_when_its_components_are_known():
     # without eax and edx the area's size is unknown: a barrier
     values = _run(program[2:], registers, memory)
     assert values.memory_at(0, far, 8)[1] == bytes(8)
+
+
+@pytest.mark.parametrize(
+    ("xcr0", "area"),
+    [(None, 576 + 256 + 64 + 64 + 512 + 1024), (0x2E7, 576 + 256 + 64 + 512 + 1024)],  # AMD Zen 4's XCR0: no MPX
+)
+def test_an_xsavec_writes_only_the_components_asked_for_and_enabled(xcr0, area):
+    """glibc's lazy-binding resolver saves components 0xee with xsavec just below the stack slots it reads next."""
+    stack = 0x7FFF0000
+    memory = {stack: bytes(range(256)) * 16}
+    # mov eax, 0xee; xor edx, edx; xsavec [rsp+0x40]; nop
+    values = _run(["b8ee000000", "31d2", "0fc7642440", "90"], {"rsp": stack}, memory, xcr0=xcr0)
+    written, kept = stack + 0x40 + area - 8, stack + 0x40 + area
+    assert values.memory_at(2, written, 8)[1] == bytes(8)
+    assert values.memory_at(2, kept, 8) == (memory[stack][kept - stack : kept - stack + 8], b"\xff" * 8)
 
 
 def test_values_travel_through_vector_register_copies():

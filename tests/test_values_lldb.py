@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
 from support.paths import HISTORY, SOURCES
@@ -22,6 +23,7 @@ from lldb_trace import api
 from lldb_trace.trace_files import load_trace
 from lldb_trace.values.core_file import open_core
 from lldb_trace.values.core_match import with_checked_cores
+from lldb_trace.values.machine_state import TRACKED
 
 lldb = pytest.importorskip("lldb")
 
@@ -214,6 +216,32 @@ def test_a_live_process_is_the_end_state_of_its_history_view(session, tmp_path, 
     assert saved["startCoreFile"] == "cores/start.core" and saved["coreFile"].startswith("cores/")
     start = open_core(tmp_path / "saved" / saved["startCoreFile"]).threads[0].registers["rip"]
     assert api.open_bundle(tmp_path / "saved" / "trace.json").threads[0].item(0).address == start
+
+
+def test_the_live_software_recorder_keeps_the_registers_at_each_stop(session, tmp_path, monkeypatch):
+    """Stepping with `next`, pt start --backend software stops before every instruction of main's lines: the
+    registers LLDB read there are saved (registerStates) and shown at those positions of the saved trace."""
+    from support.launching import launchable
+
+    binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
+    session.launch(binary, "-n main")
+    session.ok("pt start --backend software")
+    for _ in range(3):
+        session.ok("next")
+    frame = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
+    live = {name: frame.FindRegister(name).GetValueAsUnsigned() for name in ("rax", "rsp", "rdi", "rflags")}
+    session.ok(f"trace save {tmp_path / 'saved'}")
+    (thread,) = json.loads((tmp_path / "saved" / "trace.json").read_text())["processes"][0]["threads"]
+    with np.load(tmp_path / "saved" / thread["registerStates"]) as states:
+        counts, rows = states["instruction"], states["registers"]
+    assert len(counts) >= 10  # main's three lines, one state before each instruction, calls run out
+    saved = api.open_bundle(tmp_path / "saved" / "trace.json").threads[0]
+    assert rows[-1][TRACKED.index("rsp")] == live["rsp"]
+    for count, row in zip(counts, rows, strict=True):
+        shown = saved.registers_at(int(count))  # no gap: a position is an instruction count
+        assert [shown[name] for name in TRACKED] == [int(value) for value in row]
+    end = saved.registers_at(saved.item_count)
+    assert {name: end[name] for name in live} == live
 
 
 def test_stepping_over_a_call_stops_at_a_watched_write_inside_it(session):

@@ -188,12 +188,15 @@ class _Builder:
         stop = stop_from_json(stop) if stop is not None else None
         results = thread.get("syscallResults")
         results = results and self._file(f"{where}.syscallResults", results, "system call results file")
+        states = thread.get("registerStates")
+        states = states and self._file(f"{where}.registerStates", states, "register states file")
         key = "iptTrace" if self.native else "traceFile"
         if key not in thread:
-            return Thread(thread["tid"], None, stop, results)
+            return Thread(thread["tid"], None, stop, results, register_states=states)
         if per_cpu:
             raise BundleError(f"{self.path}: {where}.{key}: a bundle with per-cpu traces ('cpus') has no thread traces")
-        return Thread(thread["tid"], self._trace_file(f"{where}.{key}", thread[key]), stop, results)
+        trace = self._trace_file(f"{where}.{key}", thread[key])
+        return Thread(thread["tid"], trace, stop, results, register_states=states)
 
     def _cpu(self, where, cpu):
         self._claim(f"{where}.id", "cpu", cpu["id"])

@@ -129,6 +129,7 @@ class ThreadStop:
 @dataclass(frozen=True)
 class Thread:
     """``syscall_results``: the JSON file of what each system call returned (``syscallResults``), or None;
+    ``register_states``: the file of the registers a recorder saw at each position (``registerStates``), or None;
     ``core_position``: with a process's core, whether it holds this thread's state at its trace's last
     instruction, before it ran (values.core_match.LAST) or after its last item (END); None without one."""
 
@@ -137,6 +138,7 @@ class Thread:
     stop: ThreadStop | None = None
     syscall_results: Path | None = None
     core_position: str | None = None
+    register_states: Path | None = None
 
     @property
     def trace_size(self):

@@ -43,6 +43,7 @@ class SaveThread:
     stop: ThreadStop | None = None
     breaks: tuple = ()  # where the trace was lost (a perf.data's): a bundle cannot say so, a perf.data can
     syscall_results: str | None = None  # the bundle's file of its syscall results (written by the caller)
+    register_states: str | None = None  # and of the registers a recorder saw along its trace
 
 
 @dataclass(frozen=True)
@@ -252,4 +253,6 @@ def _thread(thread):
         listed["stopReason"] = stop_json(thread.stop)
     if thread.syscall_results is not None:
         listed["syscallResults"] = thread.syscall_results
+    if thread.register_states is not None:
+        listed["registerStates"] = thread.register_states
     return listed

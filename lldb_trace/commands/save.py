@@ -1,6 +1,7 @@
 """``pt save PATH`` (and ``trace save``): write the selected target's trace as a portable bundle."""
 
 import shutil
+from pathlib import Path
 
 import lldb
 
@@ -10,6 +11,7 @@ from ..debugger.live_session import session_for
 from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
 from ..values.core_writer import write_core
+from ..values.register_states import register_states_bytes
 from .base import TraceCommand
 from .selection import selected_trace
 
@@ -20,12 +22,30 @@ def _syscalls_name(tid):
     return f"syscalls/{tid}.json"
 
 
+def _registers_name(tid):
+    return f"registers/{tid}.npz"
+
+
 def kept_states(process):
     """A loaded trace's known states to copy into the saved bundle: ``{place in the bundle: writer(path)}``
-    (its cores and system calls' results; a saved trace shows the same values as the loaded one)."""
+    (its cores, system calls' results and register states; a saved trace shows the same values as the loaded
+    one)."""
     sources = {END_CORE: process.core_file, START_CORE: process.start_core_file}
     sources.update({_syscalls_name(thread.tid): thread.syscall_results for thread in process.threads})
+    sources.update({_registers_name(thread.tid): thread.register_states for thread in process.threads})
     return {place: _copier(source) for place, source in sources.items() if source is not None}
+
+
+def _live_states(backend, tids):
+    """``{place in the bundle: writer(path)}`` of the register states a live software recorder saw."""
+    found = {}
+    for tid in tids:
+        states = backend.state_arrays(tid) if hasattr(backend, "state_arrays") else None
+        if states is not None:
+            found[_registers_name(tid)] = lambda place, states=states: Path(place).write_bytes(
+                register_states_bytes(*states)
+            )
+    return found
 
 
 def _copier(source):
@@ -74,6 +94,8 @@ class SaveCommand(TraceCommand):
         live = session_for(target) is not None and target.GetProcess().IsValid()
         keeps_states = parser.format != "perf" and not parser.was_set("no-core")
         extra = kept_states(process) if keeps_states else {}  # the known states the trace has
+        if live and keeps_states:
+            extra |= _live_states(session_for(target).backend, process_trace.tids)
         threads = tuple(
             SaveThread(
                 tid,
@@ -81,6 +103,7 @@ class SaveCommand(TraceCommand):
                 process_trace.thread_stop(tid),
                 process_trace.source.breaks(tid),
                 syscall_results=_syscalls_name(tid) if _syscalls_name(tid) in extra else None,
+                register_states=_registers_name(tid) if _registers_name(tid) in extra else None,
             )
             for tid in process_trace.tids
         )

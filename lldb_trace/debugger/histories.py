@@ -146,6 +146,16 @@ def shown_frame_count(target, shown):
     return sum(1 + _inlined_depth(target, pc) for _frame, pc in shown)
 
 
+def unwound_frame_count(target, shown):
+    """How many frames ``bt`` lists for ``shown`` where LLDB unwinds the stack itself (every register known
+    there): each frame and the functions its code is inlined into, an outer frame looked up at its return
+    address less one, in LLDB 22 as in 23."""
+    return sum(
+        1 + _inlined_depth(target, pc if index == 0 else frame.resumes_at - 1)
+        for index, (frame, pc) in enumerate(shown)
+    )
+
+
 def _adds_inlined_callers():
     found = re.search(r"version (\d+)", lldb.SBDebugger.GetVersionString() or "")
     return found is not None and int(found.group(1)) >= 23

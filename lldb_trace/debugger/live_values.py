@@ -25,7 +25,10 @@ _folders = []  # the temporary folders of the start states, removed at exit
 def keep_known_states(session, buffered):
     """Give ``session``'s trace the live process as its end state and, unless ``buffered``, a start state."""
     process = session.target.GetProcess()
-    values_of(session.trace).live_end = lambda tid: live_state(process, tid)
+    values = values_of(session.trace)
+    values.live_end = lambda tid: live_state(process, tid)
+    if hasattr(session.backend, "state_arrays"):  # the software recorder reads the registers at each stop
+        values.live_states = session.backend.state_arrays
     if buffered:
         return
     folder = Path(tempfile.mkdtemp(prefix="lldb-trace-start-"))

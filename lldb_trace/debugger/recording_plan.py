@@ -18,6 +18,7 @@ import lldb
 from ..capture.live_software import emulation
 from ..capture.live_software.backend import UntracedRun
 from ..capture.process_view import caught_signals, read_maps
+from ..values.machine_state import TRACKED
 from . import registry
 from .live_session import LiveTraceError
 from .stop_rules import StopRule, line_of
@@ -76,6 +77,8 @@ class RecordingPlan:
         self.watched = self.rule.watched  # and the return address then: where runs must stop
         self.mappings = None  # the process's, read again after every system call
         self.vdso = self.backend.vdso
+        frame = self.thread.GetFrameAtIndex(0)
+        self.keeps_states = all(frame.FindRegister(name).IsValid() for name in TRACKED)  # LLDB shows them all
         if self._in_vdso(self.thread.GetFrameAtIndex(0).GetPC()) and self._run_out_of_vdso():
             return
         if self._running():
@@ -109,6 +112,8 @@ class RecordingPlan:
             return False
         else:
             self.backend.arrived(self.tid, pc, lambda names: register_values(frame, names))
+        if self.keeps_states:
+            self.backend.keep_state(self.tid, pc, register_values(frame, TRACKED))
         if self.returning_to is not None and pc == self.returning_to[0] and frame.GetCFA() > self.returning_to[1]:
             self.returning_to = None  # back from the call: the line rule applies again
             self.watched = self.rule.watched

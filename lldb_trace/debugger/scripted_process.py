@@ -25,7 +25,7 @@ import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
 from . import history_watchpoints, registry
-from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames
+from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
 from .register_layout import register_bytes, register_info, register_values
 from .shown_state import ShownState, shown_state
 
@@ -239,7 +239,8 @@ class TraceThread(ScriptedThread):
         at = f"watchpoint {watched[0]}, " if watched else f"breakpoint {breakpoint}, " if breakpoint else ""
         oldest = ""
         if shown and shown[-1][0].outermost_traced:  # numbered as bt lists them
-            oldest = f"; frame #{shown_frame_count(self.target, shown) - 1} is the oldest traced frame"
+            count = unwound_frame_count if self._unwinds() else shown_frame_count
+            oldest = f"; frame #{count(self.target, shown) - 1} is the oldest traced frame"
         return f"history: {at}{history.describe()}{oldest}"
 
     def _why_no_pc(self):
@@ -247,12 +248,16 @@ class TraceThread(ScriptedThread):
             return "no trace of its own: where it stopped is unknown"
         return "its trace holds no instructions: where it stopped is unknown"
 
-    def get_stackframes(self):
+    def _unwinds(self):
+        """Whether LLDB unwinds the frames itself at the position (from a core's or a recorder's registers)."""
         try:
-            if self.shown().unwinds:
-                return []  # a core's state: LLDB unwinds the frames from its registers and memory
+            return self.shown().unwinds
         except Exception:  # a bug, or an unreadable core: the trace's frames
-            pass
+            return False
+
+    def get_stackframes(self):
+        if self._unwinds():
+            return []  # a core's state: LLDB unwinds the frames from its registers and memory
         history = self._history()
         if history is None:
             pc = self._pc()

@@ -24,7 +24,10 @@ held unknown (``poison``), and the conflict is counted.
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 
+import numpy as np
+
 from . import rules
+from .effects import StateArea
 from .generations import Generations
 from .registers import MASK64, RIP
 
@@ -38,12 +41,14 @@ class Chunk:
     """``structure``: the window's Structure; ``pins``: [(state, {register: value}, byte(address) -> int|None)],
     ``syscalls``: {i: (registers {number: value}, [(address, bytes)], unknown_memory)}."""
 
-    def __init__(self, structure, pins, shared, syscalls, emulator, constant):
+    def __init__(self, structure, pins, shared, syscalls, emulator, constant, xcr0=None, recorded=None):
         self.structure, self.n = structure, structure.n
         self.effects, self.nexts, self.active = structure.effects, structure.nexts, structure.active
         self.starts, self.mentions = structure.starts, structure.mentions
         self.pins, self.shared, self.syscalls, self.emulator, self.constant = pins, shared, syscalls, emulator, constant
         self.segment = structure.segment
+        self.xcr0 = xcr0  # the state components enabled, where a known state says: how far an xsave reaches
+        self.recorded = recorded  # (states, rows, [(register, column)]) a recorder saw, or None
         self.conflicts = 0
         self._pin_cache = [{} for _ in pins]
         self.poison = set()
@@ -84,12 +89,26 @@ class Chunk:
         self.loaded, self.stored = {}, {}  # (i, access) -> value: memory read / written, as known
         self.facts = {}  # (i, access) -> value: what the instructions say they read or wrote
         self.addresses = {}  # (i, access) -> address, once known
+        self.extents = {}  # (i, access) -> the size of an area whose extent its address registers decide
         self.memory = None
         self.work = {i for i in range(self.n) if self.active[i] and self.effects[i].seed} | self.structure.zero
         for state, registers, _ in self.pins:
             for register, value in registers.items():
                 self._learn(register, state, value)
+        if self.recorded is not None:
+            self._seen()
         return self._run()
+
+    def _seen(self):
+        """Each segment holding a state the recorder saw takes that state's value."""
+        states, rows, registers = self.recorded
+        for register, column in registers:
+            starts = self.starts[register]
+            found = np.searchsorted(states, starts)  # the first seen state of each segment, if inside it
+            ends = [*starts[1:], self.n + 1]
+            for index, at in enumerate(found.tolist()):
+                if at < len(states) and states[at] < ends[index]:
+                    self._set(register, index, int(rows[at, column]))
 
     def _run(self):
         """The worklist, and the memory rebuilt while learned addresses change it, until nothing new is learned."""
@@ -145,7 +164,12 @@ class Chunk:
             regs, stores = self.emulator.run(effect, before, loads) or ({}, {})
         elif effect.kind == "syscall":
             regs, _ = rules.forward(effect, before, None)
-            regs |= self.syscalls.get(i, ({}, (), True))[0]
+            if i in self.syscalls:  # recorded: what it does not list it left as it was
+                result = self.syscalls[i][0]
+                for register in effect.writes - result.keys() - {RIP}:
+                    self._learn(register, i + 1, before(register))
+                    self._learn(register, i, after(register))
+                regs |= result
         for register, value in regs.items():
             self._learn(register, i + 1, value)
         for access, value in stores.items():
@@ -176,6 +200,12 @@ class Chunk:
         for k, (kind, ref, size) in enumerate(effect.accesses):
             if (i, k) not in self.addresses:
                 address = ref.address(before)
+                if address is not None and type(ref) is StateArea:
+                    size = ref.extent(before, self.xcr0)
+                    if size is None:
+                        address = None
+                    else:
+                        self.extents[(i, k)] = size
                 if address is not None:
                     self.addresses[(i, k)] = address
                     if kind == "w" or self.memory is None:
@@ -187,7 +217,7 @@ class Chunk:
         if self.facts.get((i, k)) == value:
             return
         self.facts[(i, k)] = value
-        kind, _, size = self.effects[i].accesses[k]
+        kind, size = self.effects[i].accesses[k][0], self._size(i, k)
         if self.memory is not None and (i, k) in self.addresses:
             self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
         elif self.memory is not None and self.crossings.get(i) == k:
@@ -214,7 +244,7 @@ class Chunk:
                 address = self.addresses.get((i, k))
                 own |= address is None and kind == "w"
                 if address is not None and kind == "w":
-                    for byte in range(address, address + size):
+                    for byte in range(address, address + self.extents.get((i, k), size)):
                         writes[byte].append(i)
             for address, data in self.syscalls.get(i, ((), (), 0))[1] if effect.kind == "syscall" else ():
                 for byte in range(address, address + len(data)):
@@ -234,7 +264,7 @@ class Chunk:
         )
         self.known_accesses = []
         for (i, k), address in sorted(self.addresses.items()):
-            kind, _, size = self.effects[i].accesses[k]
+            kind, size = self.effects[i].accesses[k][0], self._size(i, k)
             self.known_accesses.append((i, k, kind, address, size))
             self.memory.add(self.known_accesses[-1])
         for i, (_, memory, _) in self.syscalls.items():
@@ -244,8 +274,12 @@ class Chunk:
                         self.memory.know(address + offset, i + 1, byte)
         for (i, k), value in self.facts.items():
             if (i, k) in self.addresses:
-                kind, _, size = self.effects[i].accesses[k]
+                kind, size = self.effects[i].accesses[k][0], self._size(i, k)
                 self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+
+    def _size(self, i, k):
+        """The bytes access k of instruction i touches (an xsave's area: as far as its components reach)."""
+        return self.extents.get((i, k), self.effects[i].accesses[k][2])
 
     def _crossing(self, i):
         """``(size, value)`` of instruction i's one write at an unknown address, where that is all its barrier."""

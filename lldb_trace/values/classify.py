@@ -169,7 +169,9 @@ def _state_area(effect):
         effect.accesses = (("w", first.ref, 512),)
     else:
         ref = first.ref
-        effect.accesses = (("w", StateArea(ref.base, ref.index, ref.scale, ref.disp, ref.segment), STATE_AREA_BOUND),)
+        compacted = effect.mnemonic.startswith(("xsavec", "xsaves"))
+        area = StateArea(ref.base, ref.index, ref.scale, ref.disp, ref.segment, compacted)
+        effect.accesses = (("w", area, STATE_AREA_BOUND),)
         effect.reads |= {RAX, RDX}
 
 

@@ -10,7 +10,7 @@ the pages it reads.
 
 import struct
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -24,6 +24,7 @@ from ..sources.mapped_file import map_file
 from .machine_state import TRACKED, MachineState
 
 NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_SIGINFO, NT_FILE = 1, 2, 3, 0x53494749, 0x46494C45
+NT_X86_XSTATE, XSTATE_XCR0_AT = 0x202, 464  # the XSAVE area; Linux puts XCR0 in its software-reserved bytes
 NT_GNU_BUILD_ID = 3
 _PRSTATUS_SIZE = 336  # struct elf_prstatus on x86-64
 _PRSTATUS_REGS = 112  # where pr_reg (struct user_regs_struct) starts in it
@@ -43,12 +44,14 @@ class CoreFileError(LldbTraceError):
 @dataclass(frozen=True)
 class CoreThread:
     """One thread of the core: ``signal`` is pr_cursig (0: none); ``registers`` by struct user_regs_struct's names
-    plus ``rflags`` (= eflags); ``fpregs`` the 512-byte FXSAVE area of NT_FPREGSET, or None."""
+    plus ``rflags`` (= eflags); ``fpregs`` the 512-byte FXSAVE area of NT_FPREGSET, or None; ``xcr0`` the state
+    components enabled, from NT_X86_XSTATE, or None."""
 
     tid: int
     signal: int
     registers: dict[str, int]
     fpregs: bytes | None = None
+    xcr0: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ class CoreFile:
         thread = self.thread(tid)
         if thread is None:
             raise CoreFileError(f"{self.path}: the core has no thread {tid} (its threads: {self._tids()})")
-        return MachineState({name: thread.registers[name] for name in TRACKED}, self.read)
+        return MachineState({name: thread.registers[name] for name in TRACKED}, self.read, thread.xcr0)
 
     def _tids(self):
         return ", ".join(str(thread.tid) for thread in self.threads) or "none"
@@ -235,7 +238,9 @@ def _build(path, notes, loads, data):
             current = _thread(path, desc)
             threads.append(current)
         elif kind == NT_FPREGSET and current is not None and len(desc) >= FPREGS_SIZE:
-            threads[-1] = current = CoreThread(current.tid, current.signal, current.registers, desc[:FPREGS_SIZE])
+            threads[-1] = current = replace(current, fpregs=desc[:FPREGS_SIZE])
+        elif kind == NT_X86_XSTATE and current is not None and len(desc) >= XSTATE_XCR0_AT + 8:
+            threads[-1] = current = replace(current, xcr0=struct.unpack_from("<Q", desc, XSTATE_XCR0_AT)[0])
         elif kind == NT_PRPSINFO and len(desc) >= _PRPSINFO_PID + 4:
             pid = struct.unpack_from("<i", desc, _PRPSINFO_PID)[0]
         elif kind == NT_SIGINFO and siginfo is None and len(desc) >= _SIGINFO_SIZE:

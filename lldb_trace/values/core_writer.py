@@ -22,7 +22,7 @@ from ..capture.ptrace_recorder.ptrace import USER_REGS  # struct user_regs_struc
 from ..errors import LldbTraceError
 
 PAGE = 4096
-NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_AUXV = 1, 2, 3, 6
+NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_AUXV, NT_X86_XSTATE = 1, 2, 3, 6, 0x202
 NT_SIGINFO, NT_FILE = 0x53494749, 0x46494C45
 PT_LOAD, PT_NOTE = 1, 4
 _PRSTATUS_SIZE, _PRPSINFO_SIZE, _FPREGS_SIZE, _SIGINFO_SIZE = 336, 136, 512, 128
@@ -38,13 +38,15 @@ class CoreWriteError(LldbTraceError):
 class CoreThread:
     """One thread: ``registers`` by USER_REGS name (as ptrace.get_regs gives them; missing ones are 0),
     ``fpregs`` the 512-byte FXSAVE area (None: no NT_FPREGSET), ``signal`` the pending signal (0: none),
-    ``siginfo`` its 128-byte siginfo_t (None: made from ``signal`` alone)."""
+    ``siginfo`` its 128-byte siginfo_t (None: made from ``signal`` alone), ``xstate`` its XSAVE area as
+    PTRACE_GETREGSET gives it (None: no NT_X86_XSTATE)."""
 
     tid: int
     registers: dict
     fpregs: bytes | None = None
     signal: int = 0
     siginfo: bytes | None = None
+    xstate: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,8 @@ def _notes(snapshot):
             notes.append(_note(NT_FILE, _file_note(snapshot.regions)))
         if thread.fpregs is not None:
             notes.append(_note(NT_FPREGSET, bytes(thread.fpregs[:_FPREGS_SIZE]).ljust(_FPREGS_SIZE, b"\0")))
+        if thread.xstate:
+            notes.append(_note(NT_X86_XSTATE, bytes(thread.xstate)))
     return b"".join(notes)
 
 

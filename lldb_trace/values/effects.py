@@ -8,9 +8,14 @@ from dataclasses import dataclass
 
 from .registers import MASK64, RAX, RDX
 
-# The xsave family's state components 0..7 (x87, SSE, AVX, MPX, AVX-512) end at byte 2688 of the standard layout
-# and at most 2938 of the compacted one (with every component 64-byte aligned): 4096 bounds the area they write.
-_SMALL_COMPONENTS, STATE_AREA_BOUND = 0xFF, 4096
+# The xsave family's state components 2..7 (AVX, MPX, AVX-512) by size, and where each ends in the standard
+# layout (Intel's offsets: AMD's, without MPX, end earlier).  The legacy region and the header take 576 bytes;
+# the compacted layout (xsavec, xsaves) packs the components asked for after them, each a multiple of 64 bytes
+# long, so none needs padding.  Components 8 and up (PT, PKRU, AMX...) are not bounded here: a barrier.
+_COMPONENT_SIZES = {2: 256, 3: 64, 4: 64, 5: 64, 6: 512, 7: 1024}
+_STANDARD_ENDS = {2: 832, 3: 1024, 4: 1088, 5: 1152, 6: 1664, 7: 2688}
+_LEGACY_AND_HEADER, _SMALL_COMPONENTS = 576, 0xFF
+STATE_AREA_BOUND = _STANDARD_ENDS[7]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +41,26 @@ class MemRef:
 
 @dataclass(frozen=True, slots=True)
 class StateArea(MemRef):
-    """The area an xsave writes: its address counts as known only where edx:eax (the components asked for) shows
-    that STATE_AREA_BOUND bytes hold it; elsewhere the write is a barrier (AMX tiles alone take 8 KiB)."""
+    """The area an xsave writes: known only where edx:eax (the components asked for) shows how far it reaches
+    (``extent``); elsewhere the write is a barrier (AMX tiles alone take 8 KiB)."""
 
-    def address(self, get):
+    compacted: bool = False
+
+    def extent(self, get, enabled=None):
+        """The bytes the instruction may write from its address, or None where the components asked for are
+        unknown or not bounded; ``enabled``: XCR0 where known (a component the OS did not enable is not saved)."""
         rax, rdx = get(RAX), get(RDX)
-        if rax is None or rdx is None or ((rdx & 0xFFFFFFFF) << 32 | rax & 0xFFFFFFFF) & ~_SMALL_COMPONENTS:
+        if rax is None or rdx is None:
             return None
-        return MemRef.address(self, get)
+        asked = (rdx & 0xFFFFFFFF) << 32 | rax & 0xFFFFFFFF
+        if enabled is not None:
+            asked &= enabled
+        if asked & ~_SMALL_COMPONENTS:
+            return None
+        components = [c for c in _COMPONENT_SIZES if asked >> c & 1]
+        if self.compacted:
+            return _LEGACY_AND_HEADER + sum(_COMPONENT_SIZES[c] for c in components)
+        return max([_LEGACY_AND_HEADER] + [_STANDARD_ENDS[c] for c in components])
 
 
 @dataclass(frozen=True, slots=True)

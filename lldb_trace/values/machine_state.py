@@ -28,3 +28,4 @@ class MachineState:
 
     registers: dict[str, int]
     read_memory: Callable[[int, int], bytes] = field(default=_no_memory)
+    xcr0: int | None = None  # the state components the OS enabled (how far an xsave reaches); None: not known

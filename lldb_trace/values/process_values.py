@@ -3,7 +3,8 @@
 Each ProcessTrace has one ProcessValues (``values_of(process_trace)``).  The known
 states are the bundle's: the core file where the trace ends (``coreFile``),
 the state where recording started (``startCoreFile``) and the system calls'
-results a recorder saved (``syscallResults``).  A thread's ThreadValues is
+results and registers a recorder saved (``syscallResults``,
+``registerStates``).  A thread's ThreadValues is
 built when a value of it is first asked for: its positions' addresses come
 from the decoded trace, a gap's position as 0 (nothing is known across it).
 Without any known state the recovery still knows what the trace's
@@ -24,6 +25,7 @@ from ..decode.cursor import runs
 from ..errors import LldbTraceError
 from .core_file import open_core
 from .machine_state import TRACKED
+from .register_states import RegisterStatesError, read_register_states
 
 if TYPE_CHECKING:
     from ..process_trace import ProcessTrace
@@ -61,6 +63,7 @@ class ProcessValues:
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
+        self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
 
     @property
     def end_core(self) -> CoreFile | None:
@@ -129,14 +132,16 @@ class ProcessValues:
                 f"{start.registers.get('rip', 0):#x}, the trace's first instruction {int(addresses[0]):#x}; give the "
                 "state where recording started (startCoreFile), or none"
             )
+        counted = _InstructionPositions(addresses, first - sum(gap.index < first for gap in decoded.gaps))
         values = ThreadValues(
             addresses,
             self.process_trace.module_bytes.read_unchanging,
             end=end,
             end_after_last=end_after_last,
             start=start,
-            syscalls=self._syscalls(tid, addresses) if not first else {},
+            syscalls=self._syscalls(tid, counted),
             shared_memory=self._shares_memory(),
+            recorded=self._register_states(tid, counted),
         )
         return TailValues(values, first) if first else values
 
@@ -146,8 +151,8 @@ class ProcessValues:
         cores = (self.end_core, self.start_core)
         return len(self.process_trace.tids) > 1 or any(core is not None and len(core.threads) > 1 for core in cores)
 
-    def _syscalls(self, tid: int, addresses: np.ndarray) -> dict[int, SyscallResult]:
-        """The recorded system calls' results, by position (the file counts instructions; gaps are positions)."""
+    def _syscalls(self, tid: int, counted: _InstructionPositions) -> dict[int, SyscallResult]:
+        """The recorded system calls' results, by position."""
         from .recovery import SyscallResult
 
         path = getattr(self.process_trace.thread(tid), "syscall_results", None)
@@ -157,15 +162,53 @@ class ProcessValues:
             entries = json.loads(path.read_text())
         except (OSError, ValueError) as error:
             raise ValuesError(f"cannot read the system calls' results {path}: {error}") from None
-        instructions = np.flatnonzero(addresses)
         found = {}
         for entry in entries:
-            count = entry["instruction"]
-            if 0 <= count < len(instructions):
+            position = counted.position(entry["instruction"])
+            if position is not None and position < counted.count:  # at an instruction, not after the last
                 memory = [(address, bytes.fromhex(data)) for address, data in entry.get("memory", ())]
-                found[int(instructions[count])] = SyscallResult(
+                found[position] = SyscallResult(
                     entry.get("registers", {}), memory, bool(entry.get("unknownMemory", True))
                 )
+        return found
+
+    def _register_states(self, tid: int, counted: _InstructionPositions) -> tuple | None:
+        """``(positions, rows, names)`` of the registers the recorder saw (``registerStates``), or None."""
+        path = getattr(self.process_trace.thread(tid), "register_states", None)
+        live = self.live_states(tid) if self.live_states is not None else None
+        if live is not None:
+            (instructions, rows), names = live, TRACKED
+        elif path is None:
+            return None
+        else:
+            try:
+                instructions, rows, names = read_register_states(path)
+            except RegisterStatesError as error:
+                raise ValuesError(str(error)) from None
+        positions = counted.positions(instructions)
+        kept = positions >= 0
+        return positions[kept], rows[kept], names
+
+
+class _InstructionPositions:
+    """Where the thread's N-th instruction (a recorder's count, from its first) is among the positions of
+    ``addresses`` (the trace from position ``first`` on, gaps as 0), ``before`` instructions ran before them."""
+
+    def __init__(self, addresses: np.ndarray, before: int) -> None:
+        self.instructions = np.flatnonzero(addresses)
+        self.before, self.count = before, len(addresses)
+
+    def position(self, count: int) -> int | None:
+        found = self.positions(np.array([count], dtype=np.int64))[0]
+        return None if found < 0 else int(found)
+
+    def positions(self, counts: np.ndarray) -> np.ndarray:
+        """The position of each count (the state before that instruction; after the last one: the end), -1 for
+        those outside these positions."""
+        local = counts.astype(np.int64) - self.before
+        inside = (local >= 0) & (local <= len(self.instructions))
+        found = np.full(len(local), -1, dtype=np.int64)
+        found[inside] = np.append(self.instructions, self.count)[local[inside]]
         return found
 
 

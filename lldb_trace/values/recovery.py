@@ -23,6 +23,7 @@ conflict and held unknown.
 from dataclasses import dataclass, field
 
 import capstone
+import numpy as np
 
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
 from .chunk import Chunk
@@ -88,7 +89,15 @@ class ThreadValues:
     """See the module doc; positions and states as in the issue: state p is before instruction p runs."""
 
     def __init__(
-        self, addresses, read_code, end=None, end_after_last=False, start=None, syscalls=(), shared_memory=False
+        self,
+        addresses,
+        read_code,
+        end=None,
+        end_after_last=False,
+        start=None,
+        syscalls=(),
+        shared_memory=False,
+        recorded=None,
     ):
         self.addresses = [int(a) for a in addresses]
         self.count = len(self.addresses)
@@ -96,6 +105,7 @@ class ThreadValues:
         self.end, self.end_after_last, self.start = end, end_after_last, start
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
+        self._recorded = _Recorded(*recorded) if recorded is not None else None
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
         self._effects, self._flow = {}, Classifier(read_code)
@@ -113,8 +123,12 @@ class ThreadValues:
 
     def registers_at(self, position):
         """TRACKED names -> value or None at ``position`` (0..count; count: after the last instruction)."""
-        chunk, state = self._locate(position)
-        values = {name: chunk.register(INDEX[name], state) for name in TRACKED}
+        seen = self._recorded.at(position) if self._recorded is not None else None
+        if seen is not None:  # the recorder saw them: nothing to solve
+            values = dict.fromkeys(TRACKED) | seen
+        else:
+            chunk, state = self._locate(position)
+            values = {name: chunk.register(INDEX[name], state) for name in TRACKED}
         values["rip"] = self._rip(position)
         return values
 
@@ -169,7 +183,9 @@ class ThreadValues:
             return self._forward_chunk(number)
         for k in reversed(range(number, self.chunks)):  # newest first: each needs its right neighbour
             if k not in self._final:
-                left = self._forward_chunk(k - 1) if self.start is not None and k > 0 else None
+                # the registers a recorder saw make the forward pass from the start state needless
+                forward = self.start is not None and k > 0 and self._recorded is None
+                left = self._forward_chunk(k - 1) if forward else None
                 right = self._final.get(k + 1)
                 self._final[k] = self._chunk(k, left, right, with_end=True)
                 self._carry_forward(k)
@@ -226,7 +242,9 @@ class ThreadValues:
                 registers = _named(result.registers)
                 syscalls[position - low] = (registers, list(result.memory), result.unknown_memory)
         structure = self._structure(number)
-        return Chunk(structure, pins, self.shared, syscalls, self._emulator, self._constant)
+        recorded = self._recorded.between(low, high) if self._recorded is not None else None
+        xcr0 = next((s.xcr0 for s in (self.end, self.start) if s is not None and s.xcr0 is not None), None)
+        return Chunk(structure, pins, self.shared, syscalls, self._emulator, self._constant, xcr0, recorded)
 
     def _effect(self, address):
         effect = self._effects.get(address, False)
@@ -254,6 +272,29 @@ class ThreadValues:
         if flow.transfer == Transfer.INDIRECT:
             return False
         return not (effect.kind == "syscall" and following == fall)
+
+
+class _Recorded:
+    """The registers a recorder saw (register_states.py): ``positions`` ascending, a row of ``names`` each."""
+
+    def __init__(self, positions, rows, names):
+        self.positions, self.rows = np.asarray(positions, dtype=np.int64), rows
+        self.names = [name for name in names if name != "rip"]
+        self.columns = [names.index(name) for name in self.names]
+
+    def at(self, position):
+        """``{name: value}`` seen at ``position``, or None."""
+        k = int(np.searchsorted(self.positions, position))
+        if k == len(self.positions) or self.positions[k] != position:
+            return None
+        row = self.rows[k]
+        return {name: int(row[column]) for name, column in zip(self.names, self.columns, strict=True)}
+
+    def between(self, low, high):
+        """``(states from low, rows, [(register, column)])`` of the positions low..high."""
+        first, last = np.searchsorted(self.positions, [low, high + 1])
+        registers = [(INDEX[name], column) for name, column in zip(self.names, self.columns, strict=True)]
+        return self.positions[first:last] - low, self.rows[first:last], registers
 
 
 def _named(registers):

@@ -86,10 +86,19 @@ def forward(effect, get, load):
     return regs, stores
 
 
+def zero_idiom(effect):
+    """``xor r, r`` / ``sub r, r``: 0 whatever r held (not an instruction that merely reads no register, such as
+    ``cmp byte [rip + x], 0``)."""
+    destination, source = effect.operands
+    return (
+        effect.mnemonic in ("xor", "sub") and destination.kind == source.kind == "reg" and destination.reg == source.reg
+    )
+
+
 def _alu_forward(effect, get, load, regs, stores):
     destination, source = effect.operands
     op = effect.mnemonic
-    if effect.reads == frozenset((RFLAGS,)):  # xor r, r / sub r, r
+    if zero_idiom(effect):
         a = b = 0
     else:
         a, b = operand_value(destination, get, load), operand_value(source, get, load)
@@ -243,7 +252,7 @@ def _alu_backward(effect, before, after, memory, wide, regs, loads):
     """add/sub/xor: either input from the result and the other input."""
     destination, source = effect.operands
     op, (loaded, stored) = effect.mnemonic, memory
-    if op not in _INVERSES or effect.reads == frozenset((RFLAGS,)) or source.reg == destination.reg != None:  # noqa: E711
+    if op not in _INVERSES or zero_idiom(effect) or source.reg == destination.reg != None:  # noqa: E711
         return
     mask = (1 << destination.width) - 1
     if destination.kind == "reg":

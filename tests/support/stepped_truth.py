@@ -12,8 +12,10 @@ import signal
 from dataclasses import dataclass, field
 
 from lldb_trace.capture.ptrace_recorder import ptrace
+from lldb_trace.capture.ptrace_recorder.syscall_results import SyscallLog
 from lldb_trace.elf_info import UNREADABLE_ELF, ElfInfo
 from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
+from lldb_trace.values.recovery import SyscallResult
 
 PIE_BASE = 0x555555554000  # where Linux loads a position-independent program when ASLR is off
 SAMPLE_EVERY = 25
@@ -31,6 +33,7 @@ class Truth:
     end: MachineState | None = None
     start: MachineState | None = None
     syscalls: dict = field(default_factory=dict)  # position -> registers after it
+    syscall_results: dict = field(default_factory=dict)  # position -> SyscallResult as lldb-trace record saves it
     exited: bool = False
 
     unchanging: object = None  # the end snapshot's read-only file-backed bytes (see _Snapshot.read_unchanging)
@@ -94,6 +97,31 @@ def _read_only_segment(fields, length):
     return bool(overlapping) and not any(s.writable for s in overlapping)
 
 
+class _ProcessMemory:
+    """The stepped process's memory as the recorder's SyscallLog reads it."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def read(self, address, size):
+        try:
+            return _read_process(self.pid, address, size)
+        except OSError:
+            return b""
+
+
+def _xcr0(pid):
+    """The state components the kernel enabled, as a core's NT_X86_XSTATE note says (None: no such note)."""
+    xstate = ptrace.get_xstate(pid)
+    return int.from_bytes(xstate[464:472], "little") if xstate and len(xstate) >= 472 else None
+
+
+def _result(saved):
+    """A SyscallLog entry (JSON-ready) as the recovery takes it."""
+    memory = [(address, bytes.fromhex(data)) for address, data in saved["memory"]]
+    return SyscallResult(saved["registers"], memory, saved["unknownMemory"])
+
+
 def _read_process(pid, address, size):
     with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
         memory.seek(address)
@@ -130,17 +158,18 @@ def _run_to_main(pid, binary):
         ptrace.cont(pid, 0 if os.WSTOPSIG(status) == signal.SIGTRAP else os.WSTOPSIG(status))
 
 
-def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True):
+def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None):
     """Single-steps ``binary`` from main for ``steps`` instructions, or until it reaches function ``until``;
-    without ``keep_registers`` only the addresses and the end state are kept (long runs, to time the engine)."""
+    without ``keep_registers`` only the addresses and the end state are kept (long runs, to time the engine);
+    ``env``: the program's environment (default: this process's)."""
     stop = _address(binary, until) if until else None
-    pid = ptrace.launch(str(binary), list(args))
+    pid = ptrace.launch(str(binary), list(args), env)
     try:
         _run_to_main(pid, binary)
-        start = MachineState(_tracked(ptrace.get_regs(pid)), _Snapshot(pid).read) if with_start else None
+        start = MachineState(_tracked(ptrace.get_regs(pid)), _Snapshot(pid).read, _xcr0(pid)) if with_start else None
         truth = Truth([], [], start=start)
         regs = ptrace.get_regs(pid)
-        pending, repeating = 0, False
+        pending, repeating, log = 0, False, SyscallLog(pid, _ProcessMemory(pid)) if with_start else None
         while len(truth.addresses) < steps and regs["rip"] != stop:
             if not pending and not repeating:  # a position: the instruction about to run
                 truth.addresses.append(regs["rip"])
@@ -153,6 +182,8 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
                     if heap is not None:
                         data = _read_process(pid, heap, HEAP_SAMPLE)
                         truth.heap_samples.append((len(truth.addresses) - 1, heap, data))
+            if log is not None and not pending and not repeating:
+                log.entering(pid, len(truth.addresses) - 1, regs["rip"])
             ptrace.step(pid, pending)
             _, status = os.waitpid(pid, 0)
             if not os.WIFSTOPPED(status):
@@ -164,11 +195,15 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
             repeating = regs["rip"] == previous["rip"] and _is_rep(pid, previous["rip"])  # a REP's next round
             if not pending and _is_syscall(pid, previous["rip"]):
                 truth.syscalls[len(truth.addresses) - 1] = _tracked(regs)
+                if log is not None and pid in log.entries:
+                    log.returned(pid, log.entries.pop(pid))
+                    truth.syscall_results[len(truth.addresses) - 1] = _result(log.results[pid][-1])
         if truth.exited:  # the exit_group call never finished: no state after it
             raise RuntimeError(f"{binary} exited within {steps} steps")
         truth.registers.append(_tracked(regs))
         snapshot = _Snapshot(pid)
-        truth.end, truth.unchanging = MachineState(_tracked(regs), snapshot.read), snapshot.read_unchanging
+        truth.end = MachineState(_tracked(regs), snapshot.read, _xcr0(pid))
+        truth.unchanging = snapshot.read_unchanging
         return truth
     finally:
         ptrace.end(pid)

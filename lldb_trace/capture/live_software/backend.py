@@ -11,8 +11,12 @@ where a thread stands, so it holds no LLDB object and works from plain Python.
 
 import time
 
+import numpy as np
+
+from ...values.machine_state import TRACKED
 from ...x86.instructions import Classifier, Transfer
 from ..cpu import SOFTWARE_CPU
+from ..encoder.state_ring import StateRing
 from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..process_view import ProcessMemory
 from . import emulation
@@ -65,6 +69,8 @@ class SoftwareBackend:
         self.single_steps = dict.fromkeys(tids, 0)
         self.predictions = dict.fromkeys(tids, 0)  # stretches run as predicted
         self.mispredictions = dict.fromkeys(tids, 0)  # stretches lost: the thread did not end as predicted
+        self.states = StateRing(len(TRACKED), range(len(TRACKED)))  # the registers at each stop (values)
+        self._last_state = {}  # tid -> (instruction index, pc) of its last state kept
 
     def stepped(self, tid, pc):
         self.single_steps[tid] += 1
@@ -106,6 +112,20 @@ class SoftwareBackend:
             self.ran(tid, run.steps())
         elif registers or pc != self.recorders[tid].current:
             self.lost(tid, pc)
+
+    def keep_state(self, tid, pc, registers):
+        """Thread ``tid`` stands at ``pc`` before its next instruction with ``registers`` (TRACKED names): a
+        known state there.  Another round of a REP instruction keeps the state before its first."""
+        index = len(self.recorders[tid].truth.addresses)
+        if self._last_state.get(tid) == (index, pc):
+            return
+        self._last_state[tid] = (index, pc)
+        self.states.keep(tid, index, np.array([registers[name] for name in TRACKED], dtype=np.uint64).tobytes())
+
+    def state_arrays(self, tid):
+        """``(instruction counts, rows)`` of thread ``tid``'s states in its trace (values/register_states.py)."""
+        recorder = self.recorders.get(tid)
+        return None if recorder is None else self.states.arrays(tid, recorder.truth.snapshot_from)
 
     def catch_up(self, tid):
         """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts)."""

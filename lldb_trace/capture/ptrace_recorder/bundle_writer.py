@@ -35,8 +35,15 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
     )
     syscalls = {tid: f"syscalls/{tid}.json" for tid in recording.syscall_results}
+    registers = {tid: f"registers/{tid}.npz" for tid in recording.register_states}
     threads = tuple(
-        SaveThread(tid, recording.streams[tid], recording.stops.get(tid), syscall_results=syscalls.get(tid))
+        SaveThread(
+            tid,
+            recording.streams[tid],
+            recording.stops.get(tid),
+            syscall_results=syscalls.get(tid),
+            register_states=registers.get(tid),
+        )
         for tid in recording.threads
     )
     cores = {name: f"cores/{name}" for name in (recording.cores.paths if recording.cores else {})}
@@ -63,6 +70,7 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
     else:
         files = bundle_files(BUNDLE_FILE, cpu, [process], tsc_conversion=conversion)
         files.update({syscalls[tid]: text for tid, text in recording.syscall_results.items()})
+        files.update({registers[tid]: data for tid, data in recording.register_states.items()})
     files.update({cores[name]: Path(path) for name, path in recording.cores.paths.items()} if cores else {})
     for tid, flow in recording.threads.items():
         files[f"ground_truth/{tid}.txt"] = flow.truth.write

@@ -37,7 +37,7 @@ def thread_state(tid, sig=0):
             siginfo = ptrace.get_siginfo(tid)
         except ptrace.PtraceError:
             siginfo = None
-    return CoreThread(tid, ptrace.get_regs(tid), ptrace.get_fpregs(tid), sig, siginfo)
+    return CoreThread(tid, ptrace.get_regs(tid), ptrace.get_fpregs(tid), sig, siginfo, ptrace.get_xstate(tid))
 
 
 def snapshot(pid, threads, memory, program, args):

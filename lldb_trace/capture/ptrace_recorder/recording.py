@@ -30,6 +30,7 @@ from ..encoder.timing_packets import clock_info
 from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
 from . import core_snapshot, ptrace
 from .program_checks import RecordError, resolve_program
+from .register_log import RegisterLog
 from .stop_signal import signal_name, stop_of
 from .syscall_results import SyscallLog
 
@@ -69,6 +70,7 @@ class Recording:
     seconds: float = 0.0
     cores: object = None  # core_snapshot.Cores: the cores written where recording started and ended
     syscall_results: dict = field(default_factory=dict)  # tid -> JSON text of its syscall results
+    register_states: dict = field(default_factory=dict)  # tid -> .npz bytes of the registers at each step
 
     @property
     def instructions(self):
@@ -110,6 +112,7 @@ class _Tracee:
         self.interrupted = self.waiting = False
         self.cores = core_snapshot.Cores(self.pid, self.memory, program, args) if options.cores else None
         self.syscalls = SyscallLog(self.pid, self.memory) if options.cores else None
+        self.registers = RegisterLog() if options.cores else None
         # A PIE's symbols are file addresses: add where the loader put the file.
         self.bias = (self.modules.bias_of(program) or 0) - info.first_load_vaddr if info.is_pie else 0
         self.until = info.symbol(options.until) + self.bias if options.until else None
@@ -156,8 +159,17 @@ class _Tracee:
     # Stepping.
 
     def _start_thread(self, tid):
-        self.recorders[tid] = ThreadRecorder(tid, ptrace.get_rip(tid), self.classifier, self.recorder_options)
+        self.recorders[tid] = ThreadRecorder(tid, self._where(tid), self.classifier, self.recorder_options)
+        self._kept(tid, 0)
         ptrace.step(tid)
+
+    def _where(self, tid):
+        """Where thread ``tid`` stands; with cores, its whole state is read there too (RegisterLog)."""
+        return self.registers.read(tid) if self.registers is not None else ptrace.get_rip(tid)
+
+    def _kept(self, tid, index):
+        if self.registers is not None:
+            self.registers.keep_read(tid, index)
 
     def _new_thread(self, tid):
         if tid in self.recorders or tid in self.free:
@@ -287,8 +299,10 @@ class _Tracee:
             self._exiting(tid)
             return False
         if sig == signal.SIGTRAP:
-            new_ip = ptrace.get_rip(tid)
+            new_ip, was, ran = self._where(tid), recorder.current, len(recorder.truth.addresses)
             recorder.stepped(new_ip)
+            if new_ip != was or len(recorder.truth.addresses) != ran:  # not another round of a REP instruction
+                self._kept(tid, len(recorder.truth.addresses))
             if syscall is not None:
                 self.syscalls.returned(tid, syscall)
             if new_ip == self.until:
@@ -317,7 +331,8 @@ class _Tracee:
         if not os.WIFSTOPPED(status):
             self._thread_gone(tid, status)
             return False
-        recorder.signalled(ptrace.get_rip(tid))
+        recorder.signalled(self._where(tid))
+        self._kept(tid, len(recorder.truth.addresses))
         if os.WSTOPSIG(status) == signal.SIGTRAP:
             ptrace.step(tid)
             return False
@@ -406,4 +421,7 @@ def record(program, args=(), options=None, progress=None):
         recording.cores = tracee.cores
     if tracee.syscalls is not None:
         recording.syscall_results = tracee.syscalls.files(threads)
+    if tracee.registers is not None:
+        firsts = {tid: recorder.truth.snapshot_from for tid, recorder in threads.items()}
+        recording.register_states = tracee.registers.files(threads, firsts)
     return recording

@@ -1,0 +1,58 @@
+"""Registers a recorder saw along the trace: a known state at each position it stopped at.
+
+``lldb-trace record`` single-steps the program, so it sees every register
+before every instruction; keeping them makes its recordings exact where
+replaying from the start state could not be (vector code, undefined flags,
+pointers through memory).  A thread's file (``registerStates`` in the bundle)
+is a NumPy ``.npz`` of two arrays: ``instruction`` (uint64, ascending: how
+many of the thread's instructions ran before the state, as in
+``syscallResults``) and ``registers`` (uint64, one row per state, one column
+per name of ``names``, a TRACKED subset).
+"""
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import LldbTraceError
+from .machine_state import TRACKED
+
+
+class RegisterStatesError(LldbTraceError):
+    """A register states file cannot be used."""
+
+
+def register_states_bytes(instructions, rows, names=TRACKED):
+    """The ``.npz`` bytes of the states ``rows`` (one per instruction count in ``instructions``)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer,
+        instruction=np.asarray(instructions, dtype=np.uint64),
+        registers=np.asarray(rows, dtype=np.uint64).reshape(len(instructions), len(names)),
+        names=np.array(names),
+    )
+    return buffer.getvalue()
+
+
+def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """``(instructions, rows, names)`` of the file; one line naming the file and what is wrong otherwise."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            instructions, rows, names = arrays["instruction"], arrays["registers"], arrays["names"]
+            instructions, rows, names = np.array(instructions), np.array(rows), tuple(str(n) for n in names)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise RegisterStatesError(f"cannot read the register states {path}: {error}") from None
+    problem = None
+    if instructions.dtype != np.uint64 or rows.dtype != np.uint64 or instructions.ndim != 1:
+        problem = "its arrays are not uint64 ones of the expected shapes"
+    elif rows.shape != (len(instructions), len(names)):
+        problem = f"{rows.shape} registers for {len(instructions)} states of {len(names)} names"
+    elif not set(names) <= set(TRACKED) or len(set(names)) != len(names):
+        problem = f"its names {list(names)} are not distinct ones of {list(TRACKED)}"
+    elif len(instructions) > 1 and not bool(np.all(instructions[1:] > instructions[:-1])):
+        problem = "its instruction counts are not ascending"
+    if problem:
+        raise RegisterStatesError(f"{path} is not a register states file: {problem}; record again")
+    return instructions, rows, names
