@@ -59,7 +59,9 @@ def test_recorded_stops_round_trip_through_a_saved_bundle(program, tmp_path):
         session.close()
     shutil.move(program, tmp_path / "moved-away")
     document = json.loads((tmp_path / "saved" / "trace.json").read_text())
-    assert document["processes"][0]["threads"] == [{"tid": tid, "iptTrace": f"traces/{tid}.intelpt_trace"}]
+    assert document["processes"][0]["threads"] == [
+        {"tid": tid, "iptTrace": f"traces/{tid}.intelpt_trace", "registerStates": f"registers/{tid}.npz"}
+    ]  # the registers at each stop of the recorder
     vdso = [m for m in document["processes"][0]["modules"] if m["systemPath"] == "[vdso]"]
     assert vdso and (tmp_path / "saved" / vdso[0]["file"]).read_bytes().startswith(b"\x7fELF")  # from memory
     (tmp_path / "fresh").mkdir()
