@@ -49,6 +49,21 @@ class Generations:
             end = self.barriers[b]
         return start, end
 
+    def _barrier_before(self, state):
+        """The last barrier before ``state`` (-1: none): where every byte's generation at ``state`` begins at the
+        earliest."""
+        b = bisect_left(self.barriers, state)
+        return self.barriers[b - 1] if b else -1
+
+    def _start(self, byte, state, barrier):
+        """``generation(byte, state)[0]``, given ``_barrier_before(state)`` (the same for every byte of an access)."""
+        writes = self.writes.get(byte)
+        if writes:
+            w = bisect_left(writes, state)
+            if w and writes[w - 1] > barrier:
+                return writes[w - 1]
+        return barrier
+
     def _pin(self, byte):
         if byte in self.seen:
             return
@@ -89,8 +104,10 @@ class Generations:
         for access in self.ending.get(barrier, ()):
             self._check(access)
 
-    def know(self, byte, state, value):
-        key = (byte, self.generation(byte, state)[0])
+    def know(self, byte, state, value, barrier=None):
+        if barrier is None:
+            barrier = self._barrier_before(state)
+        key = (byte, self._start(byte, state, barrier))
         if key in self.poison:
             return
         current = self.values.get(key)
@@ -112,15 +129,16 @@ class Generations:
         """What an instruction says its access read or wrote."""
         i, _, kind, address, size = access
         state = i + 1 if kind == "w" else i
+        barrier = self._barrier_before(state)
         for offset, byte in enumerate(value.to_bytes(size, "little")):
-            self.know(address + offset, state, byte)
+            self.know(address + offset, state, byte, barrier)
 
     def _check(self, access):
         i, k, kind, address, size = access
         state = i + 1 if kind == "w" else i
-        data = []
+        data, barrier = [], self._barrier_before(state)
         for byte in range(address, address + size):
-            key = (byte, self.generation(byte, state)[0])
+            key = (byte, self._start(byte, state, barrier))
             value = self.values.get(key)
             if value is None and key not in self.poison:
                 value = self.constant(byte)
