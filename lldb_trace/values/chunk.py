@@ -234,7 +234,7 @@ class Chunk:
         self.relayout = False
         self.unknown_writes = set()  # instructions that may write memory at an address nobody knows
         self.crossings = {}  # those whose barrier is one such write (and nothing else): instruction -> its access
-        barriers, writes = [], defaultdict(list)
+        barriers, writes, spans = [], defaultdict(list), []
         for i, effect in enumerate(self.effects):
             if not self.active[i]:
                 barriers.append(i)
@@ -247,8 +247,7 @@ class Chunk:
                     for byte in range(address, address + self.extents.get((i, k), size)):
                         writes[byte].append(i)
             for address, data in self.syscalls.get(i, ((), (), 0))[1] if effect.kind == "syscall" else ():
-                for byte in range(address, address + len(data)):
-                    writes[byte].append(i)
+                spans.append((i, address, address + len(data)))
             if own:
                 self.unknown_writes.add(i)
                 unknown = [
@@ -259,19 +258,17 @@ class Chunk:
             if own or self.shared:
                 barriers.append(i)
         pins = [(state, self._pinned(number)) for number, (state, _, view) in enumerate(self.pins) if view is not None]
+        for i, (_, memory, _) in self.syscalls.items():  # what a system call wrote: known from after it
+            if self.active[i] and self.effects[i].kind == "syscall" and memory:
+                pins.append((i + 1, _output_reader(memory)))
         self.memory = Generations(
-            self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing
+            self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing, spans
         )
         self.known_accesses = []
         for (i, k), address in sorted(self.addresses.items()):
             kind, size = self.effects[i].accesses[k][0], self._size(i, k)
             self.known_accesses.append((i, k, kind, address, size))
             self.memory.add(self.known_accesses[-1])
-        for i, (_, memory, _) in self.syscalls.items():
-            if self.active[i] and self.effects[i].kind == "syscall":
-                for address, data in memory:
-                    for offset, byte in enumerate(data):
-                        self.memory.know(address + offset, i + 1, byte)
         for (i, k), value in self.facts.items():
             if (i, k) in self.addresses:
                 kind, size = self.effects[i].accesses[k][0], self._size(i, k)
@@ -307,3 +304,15 @@ class Chunk:
     def memory_byte(self, state, byte):
         """The byte's value at ``state``, or None."""
         return self.memory.byte(state, byte)
+
+
+def _output_reader(memory):
+    """``byte -> value`` of the buffers ``[(address, bytes)]`` a system call wrote (None elsewhere)."""
+
+    def read(byte):
+        for address, data in memory:
+            if address <= byte < address + len(data):
+                return data[byte - address]
+        return None
+
+    return read

@@ -23,8 +23,9 @@ class Generations:
     sorted instructions writing it; ``pins``: [(state, byte -> value | None)]; ``poison``: generation keys held
     unknown; ``found``: where conflicts are added."""
 
-    def __init__(self, n, barriers, writes, pins, poison, found, wake, constant, crossing):
+    def __init__(self, n, barriers, writes, pins, poison, found, wake, constant, crossing, spans=()):
         self.n, self.barriers, self.writes = n, barriers, writes
+        self.spans = spans  # [(i, low, high)]: instruction i wrote bytes low..high-1 (a system call's buffers)
         self.pins, self.poison, self.found, self.wake = pins, poison, found, wake
         self.constant = constant  # byte -> the value of code and constants, which no instruction writes
         self.crossing = crossing  # barrier -> (size, value) of its one write at an unknown address, or None
@@ -38,7 +39,7 @@ class Generations:
     def generation(self, byte, state):
         """``(start, end)``: the instruction that began the byte's generation at ``state`` (-1: before the window)
         and the instruction that ends it (n: after the window); the generation holds states start+1 .. end."""
-        writes = self.writes.get(byte, ())
+        writes = self._writes_of(byte)
         w = bisect_left(writes, state)
         b = bisect_left(self.barriers, state)
         start = writes[w - 1] if w else -1
@@ -57,12 +58,22 @@ class Generations:
 
     def _start(self, byte, state, barrier):
         """``generation(byte, state)[0]``, given ``_barrier_before(state)`` (the same for every byte of an access)."""
-        writes = self.writes.get(byte)
+        writes = self._writes_of(byte)
         if writes:
             w = bisect_left(writes, state)
             if w and writes[w - 1] > barrier:
                 return writes[w - 1]
         return barrier
+
+    def _writes_of(self, byte):
+        """The instructions that write ``byte``, in order: stores, and system calls (``spans``: a few ranges,
+        kept whole rather than byte by byte, a brk's new pages being 132 KiB)."""
+        writes = self.writes.get(byte, ())
+        if self.spans:
+            more = [i for i, low, high in self.spans if low <= byte < high]
+            if more:
+                return sorted((*writes, *more))
+        return writes
 
     def _pin(self, byte):
         if byte in self.seen:
@@ -94,7 +105,7 @@ class Generations:
             ends.add(end)
         if kind == "r" and len(ends) == 1 and ends <= self.barrier_set:
             end = ends.pop()
-            if not any(end in self.writes.get(byte, ()) for byte in range(address, address + size)):
+            if not any(end in self._writes_of(byte) for byte in range(address, address + size)):
                 self.ending[end].append(access)
                 self.before_barrier[access] = end
         self._check(access)
