@@ -24,8 +24,11 @@ import struct
 import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
+from .. import progress
+from ..progress import WorkInterruptedError
 from . import history_watchpoints, registry
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
+from .progress_reporter import LldbReporter
 from .register_layout import register_bytes, register_info, register_values
 from .shown_state import ShownState, shown_state
 
@@ -99,8 +102,17 @@ class TraceProcess(ScriptedProcess):
         state = self._reading_state()
         module_bytes = self.trace.module_bytes
         data = b""
-        if size:
-            data = state.read_memory(module_bytes, addr, size) if state else module_bytes.read_unchanging(addr, size)
+        try:
+            if size:
+                with progress.reporting(LldbReporter(self.target.GetDebugger())):  # it may solve windows
+                    data = (
+                        state.read_memory(module_bytes, addr, size)
+                        if state
+                        else module_bytes.read_unchanging(addr, size)
+                    )
+        except WorkInterruptedError:
+            error.SetErrorString(f"reading memory at {addr:#x} was interrupted: ask again")
+            return lldb.SBData()
         if size and not data:
             error.SetErrorString(_unknown_memory(addr, size))
             return lldb.SBData()
@@ -174,7 +186,8 @@ class TraceThread(ScriptedThread):
             history, pc = self._history(), self._pc()
             key = (history.position if history is not None else None, pc)
             if getattr(self, "_shown_key", None) != key:
-                self._shown = shown_state(self.trace, self.tid, history, pc)
+                with progress.reporting(LldbReporter(self.target.GetDebugger())):  # Ctrl-C: the pc alone
+                    self._shown = shown_state(self.trace, self.tid, history, pc)
                 self._shown_key = key
             return self._shown
         finally:

@@ -20,11 +20,13 @@ meets the pushed return address and the disagreement is counted as a
 conflict and held unknown.
 """
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import capstone
 import numpy as np
 
+from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
 from .chunk import Chunk
 from .emulator import Emulator
@@ -181,8 +183,10 @@ class ThreadValues:
     def _solved(self, number):
         if self.end is None:
             return self._forward_chunk(number)
-        for k in reversed(range(number, self.chunks)):  # newest first: each needs its right neighbour
-            if k not in self._final:
+        missing = [k for k in reversed(range(number, self.chunks)) if k not in self._final]
+        with _windows_task(len(missing)) as task:
+            for done, k in enumerate(missing):  # newest first: each needs its right neighbour
+                task.at(done)  # Ctrl-C stops between windows: those solved are kept, complete
                 # the registers a recorder saw make the forward pass from the start state needless
                 forward = self.start is not None and k > 0 and self._recorded is None
                 left = self._forward_chunk(k - 1) if forward else None
@@ -202,8 +206,10 @@ class ThreadValues:
             k += 1
 
     def _forward_chunk(self, number):
-        for k in range(number + 1):
-            if k not in self._forward:
+        missing = [k for k in range(number + 1) if k not in self._forward]
+        with _windows_task(len(missing)) as task:
+            for done, k in enumerate(missing):
+                task.at(done)
                 left = self._forward.get(k - 1)
                 self._forward[k] = self._chunk(k, left, None, with_end=False)
         return self._forward[number]
@@ -272,6 +278,13 @@ class ThreadValues:
         if flow.transfer == Transfer.INDIRECT:
             return False
         return not (effect.kind == "syscall" and following == fall)
+
+
+def _windows_task(count):
+    """The progress of solving ``count`` windows (lldb_trace.progress: shown in LLDB, stopped by Ctrl-C)."""
+    if count < 2:
+        return nullcontext(progress.QUIET)
+    return progress.task(f"Recovering the values of {count * CHUNK:,} instructions", count)
 
 
 class _Recorded:
