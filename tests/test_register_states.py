@@ -16,6 +16,7 @@ from lldb_trace import api
 from lldb_trace.values.machine_state import GENERAL, TRACKED
 from lldb_trace.values.process_values import ValuesError
 from lldb_trace.values.recovery import ThreadValues
+from lldb_trace.values.register_states import register_states_bytes
 
 STEPS = 20_000
 # Both runs get this environment (pytest's own variables change from test to test) and ASLR off: their stacks are
@@ -115,3 +116,17 @@ def test_a_damaged_register_states_file_is_one_line_naming_it(recorded, tmp_path
     thread = api.open_bundle(copy / "trace.json").threads[0]
     with pytest.raises(ValuesError, match=f"cannot read the register states {states}"):
         thread.registers_at(0)
+
+
+def test_register_states_of_another_recording_are_refused(recorded, tmp_path):
+    _, bundle = recorded
+    copy = tmp_path / "b"
+    subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
+    (states,) = (copy / "registers").iterdir()
+    with np.load(states) as saved:
+        instructions, rows, names = saved["instruction"], saved["registers"].copy(), saved["names"]
+    rows[1000, list(names).index("rip")] += 1
+    states.write_bytes(register_states_bytes(instructions, rows))
+    thread = api.open_bundle(copy / "trace.json").threads[0]
+    with pytest.raises(ValuesError, match=r"at position 1000 rip is .* the states are of another recording"):
+        thread.registers_at(5)

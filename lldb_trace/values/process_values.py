@@ -187,7 +187,26 @@ class ProcessValues:
                 raise ValuesError(str(error)) from None
         positions = counted.positions(instructions)
         kept = positions >= 0
-        return positions[kept], rows[kept], names
+        positions, rows = positions[kept], rows[kept]
+        _check_pcs(path or "the live recorder's register states", positions, rows, names, counted.addresses)
+        return positions, rows, names
+
+
+def _check_pcs(source, positions: np.ndarray, rows: np.ndarray, names, addresses: np.ndarray) -> None:
+    """Register states of another recording are refused: each state's rip is where the trace's instruction at
+    that position is."""
+    if "rip" not in names:
+        return
+    inside = positions < len(addresses)
+    expected, seen = addresses[positions[inside]], rows[inside, list(names).index("rip")]
+    wrong = np.flatnonzero(seen != expected)
+    if len(wrong):
+        k = int(wrong[0])
+        raise ValuesError(
+            f"{source}: at position {int(positions[inside][k])} rip is {int(seen[k]):#x} but the trace's instruction"
+            f" there is at {int(expected[k]):#x}: the states are of another recording; record again, or remove the"
+            " thread's registerStates"
+        )
 
 
 class _InstructionPositions:
@@ -196,6 +215,7 @@ class _InstructionPositions:
 
     def __init__(self, addresses: np.ndarray, before: int) -> None:
         self.instructions = np.flatnonzero(addresses)
+        self.addresses = addresses
         self.before, self.count = before, len(addresses)
 
     def position(self, count: int) -> int | None:
