@@ -9,6 +9,7 @@ import os
 
 import pytest
 from support.paths import HISTORY
+from support.progress_log import Recorder
 
 from lldb_trace import progress
 from lldb_trace.decode import process_image
@@ -17,27 +18,6 @@ from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 
 EXCEPTIONS = HISTORY / "exceptions"
-
-
-class Recorder:
-    """A reporter that logs what it is told and asks to stop at its ``stop_at``-th check."""
-
-    def __init__(self, stop_at=None):
-        self.stop_at, self.checks, self.log = stop_at, 0, []
-
-    def interrupt_requested(self):
-        self.checks += 1
-        return self.stop_at is not None and self.checks >= self.stop_at
-
-    def begin(self, title, total):
-        self.log.append(("begin", title, total))
-        return title
-
-    def advance(self, handle, done):
-        self.log.append(("advance", handle, done))
-
-    def end(self, handle):
-        self.log.append(("end", handle))
 
 
 def opened(workers=1):

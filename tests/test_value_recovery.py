@@ -12,11 +12,10 @@ import pytest
 from support.paths import SOURCES
 from support.stepped_truth import register_score, step_program
 
-from lldb_trace import progress
-from lldb_trace.values import recovery, rules
+from lldb_trace.values import rules
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
-from lldb_trace.values.recovery import SyscallResult, ThreadValues
+from lldb_trace.values.recovery import ThreadValues
 from lldb_trace.values.registers import COUNT, MASK64, RFLAGS, RIP
 from lldb_trace.values.semantics import decode
 
@@ -100,60 +99,6 @@ def test_both_states_and_recorded_system_calls(truths):
     assert wrong == []
     alone, _ = register_score(ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True), truth)
     assert share >= alone
-
-
-class _Watcher:
-    """A progress reporter (lldb_trace.progress) that asks to stop at its ``stop_at``-th check."""
-
-    def __init__(self, stop_at=None):
-        self.stop_at, self.checks, self.titles = stop_at, 0, []
-
-    def interrupt_requested(self):
-        self.checks += 1
-        return self.stop_at is not None and self.checks >= self.stop_at
-
-    def begin(self, title, total):
-        self.titles.append((title, total))
-
-    def advance(self, handle, done):
-        pass
-
-    def end(self, handle):
-        pass
-
-
-def test_solving_many_windows_reports_progress_and_stops_on_ctrl_c(truths, monkeypatch):
-    truth = truths("libc")
-    monkeypatch.setattr(recovery, "CHUNK", 1000)
-    values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
-    with progress.reporting(_Watcher(stop_at=4)), pytest.raises(progress.WorkInterruptedError):
-        values.registers_at(0)
-    solved = len(values._final)
-    assert 0 < solved < values.chunks  # the windows solved before Ctrl-C are kept
-    watcher = _Watcher()
-    with progress.reporting(watcher):
-        asked_again = [values.registers_at(position) for position in range(0, len(truth.addresses), 97)]
-    assert watcher.titles == [(f"Recovering the values of {(values.chunks - solved) * 1000:,} instructions",
-                               values.chunks - solved)]  # fmt: skip
-    fresh = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
-    assert asked_again == [fresh.registers_at(position) for position in range(0, len(truth.addresses), 97)]
-
-
-def test_a_recorded_system_call_leaves_what_it_does_not_list_as_it_was():
-    """The recorder lists the registers a syscall changed: fs_base, which arch_prctl may set, is carried across
-    a write(2) whose result lists only rax, rcx and r11."""
-    code = bytes.fromhex("0f0590")  # syscall; nop
-    start = MachineState({"rax": 1, "rdi": 1, "fs_base": 0x7FFFF7D8A740, "rflags": 0x246}, lambda a, s: b"")
-    result = SyscallResult({"rax": 5, "rcx": CODE_AT + 2, "r11": 0x246})
-    values = ThreadValues(
-        [CODE_AT, CODE_AT + 2],
-        lambda address, size: code[address - CODE_AT : address - CODE_AT + size],
-        start=start,
-        syscalls={0: result},
-    )
-    after = values.registers_at(1)
-    assert (after["rax"], after["fs_base"], after["rflags"], after["rdi"]) == (5, 0x7FFFF7D8A740, 0x246, 1)
-    assert values.registers_at(0)["rax"] == 1
 
 
 def test_shared_memory_carries_no_memory_and_stays_right(truths):

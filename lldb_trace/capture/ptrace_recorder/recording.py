@@ -21,7 +21,6 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 
 from ...bundle.model import ThreadStop
 from ...x86.instructions import Classifier, Transfer
@@ -30,51 +29,12 @@ from ..encoder.timing_packets import clock_info
 from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
 from . import core_snapshot, ptrace
 from .program_checks import RecordError, resolve_program
+from .recorded import Recording, RecordOptions
 from .register_log import RegisterLog
 from .stop_signal import signal_name, stop_of
 from .syscall_results import SyscallLog
 
 PROGRESS_STOPS = 4096  # stops between two progress reports
-
-
-@dataclass
-class RecordOptions:
-    until: str | None = None
-    from_start: bool = False
-    all_threads: bool = False
-    tsc: bool = False
-    mtc_period: int | None = None  # with tsc: MTC packets too
-    cycle_accurate: bool = False  # with tsc: CYC packets too
-    psb_period: int = 4096
-    buffer_kb: int | None = None
-    overflow_at: int | None = None
-    overflow_lost: int = 64
-    aslr: bool = False
-    cores: bool = True  # the cores where recording starts and ends, and each syscall's results
-
-
-@dataclass
-class Recording:
-    program: str
-    args: list
-    pid: int
-    status: str  # "exited", "until", "crashed", "interrupted"
-    detail: str
-    threads: dict = field(default_factory=dict)  # tid -> ThreadRecorder, in creation order
-    streams: dict = field(default_factory=dict)  # tid -> bytes
-    modules: dict = field(default_factory=dict)  # path -> load address
-    stops: dict = field(default_factory=dict)  # tid -> ThreadStop: the fatal signal, or the exit status
-    untraced_children: list = field(default_factory=list)  # pids of the processes it created, run untraced
-    tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
-    clock: object = None  # the ClockInfo of MTC/CYC packets, when recorded
-    seconds: float = 0.0
-    cores: object = None  # core_snapshot.Cores: the cores written where recording started and ended
-    syscall_results: dict = field(default_factory=dict)  # tid -> JSON text of its syscall results
-    register_states: dict = field(default_factory=dict)  # tid -> .npz bytes of the registers at each step
-
-    @property
-    def instructions(self):
-        return sum(len(recorder.truth.addresses) for recorder in self.threads.values())
 
 
 class _WaitInterruptedError(Exception):
