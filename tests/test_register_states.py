@@ -130,3 +130,17 @@ def test_register_states_of_another_recording_are_refused(recorded, tmp_path):
     thread = api.open_bundle(copy / "trace.json").threads[0]
     with pytest.raises(ValuesError, match=r"at position 1000 rip is .* the states are of another recording"):
         thread.registers_at(5)
+
+
+def test_threads_that_exited_before_the_end_core_have_their_registers(tmp_path):
+    """threads.c's workers are gone when the end core is written: their register states are all that is known."""
+    binary = tmp_path / "threads"
+    subprocess.run(["gcc", "-g", "-O0", "-pthread", "-o", str(binary), str(SOURCES / "threads.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "--threads", "all", "-o", str(tmp_path / "rec")]
+    result = subprocess.run([*command, "--", str(binary)], capture_output=True, text=True, timeout=300, env=ENV)
+    assert result.returncode == 0, result.stderr
+    threads = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    assert len(threads) == 4
+    for thread in threads:
+        shown = thread.registers_at(thread.item_count // 2)
+        assert None not in shown.values(), thread.tid

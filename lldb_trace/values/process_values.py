@@ -88,9 +88,12 @@ class ProcessValues:
         return self.live_end(tid) if self.live_end is not None else None
 
     def has_known_state(self, tid: int) -> bool:
-        """Whether anything but the trace tells thread ``tid``'s values: a core at either end, the live process."""
+        """Whether anything but the trace tells thread ``tid``'s values: a core at either end, the live process,
+        the registers a recorder saw (a thread that exited before the end core has only those)."""
         cores = (self.end_core, self.start_core)
-        return self.live_end is not None or any(core is not None and core.thread(tid) is not None for core in cores)
+        if self.live_end is not None or any(core is not None and core.thread(tid) is not None for core in cores):
+            return True
+        return getattr(self.process_trace.thread(tid), "register_states", None) is not None
 
     def thread(self, tid: int) -> ThreadValues | None:
         """Thread ``tid``'s recovery; None when it has no decoded instructions, or no known state (the trace
