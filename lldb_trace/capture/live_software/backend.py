@@ -123,9 +123,12 @@ class SoftwareBackend:
         self.states.keep(tid, index, np.array([registers[name] for name in TRACKED], dtype=np.uint64).tobytes())
 
     def state_arrays(self, tid):
-        """``(instruction counts, rows)`` of thread ``tid``'s states in its trace (values/register_states.py)."""
+        """``(instruction counts, rows)`` of thread ``tid``'s states in its trace (values/register_states.py);
+        None with a circular buffer, whose trace begins at an instruction the count does not say."""
         recorder = self.recorders.get(tid)
-        return None if recorder is None else self.states.arrays(tid, recorder.truth.snapshot_from)
+        if recorder is None or self.buffer_bytes:
+            return None
+        return self.states.arrays(tid)
 
     def catch_up(self, tid):
         """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts)."""
