@@ -144,3 +144,22 @@ def test_threads_that_exited_before_the_end_core_have_their_registers(tmp_path):
     for thread in threads:
         shown = thread.registers_at(thread.item_count // 2)
         assert None not in shown.values(), thread.tid
+
+
+def test_a_crash_cores_resume_flag_is_not_carried_before_the_fault(tmp_path):
+    """The kernel sets RF in the state it saves at a fault (the core); the instructions before it completed, and
+    each completed instruction clears RF: from the core alone as with the recorder's states, rflags before the
+    fault has no RF, and nothing disagrees."""
+    binary = tmp_path / "crash"
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(binary), str(SOURCES / "crash.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(tmp_path / "rec"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, text=True, timeout=300, env=ENV)
+    seen = api.open_bundle(tmp_path / "rec" / "trace.json").threads[0].values()
+    alone = ThreadValues(seen.addresses, seen._read_code, end=seen.end, end_after_last=seen.end_after_last)
+    flags = seen.end.registers["rflags"]
+    assert flags & 0x10000
+    before = seen.count - 1
+    assert alone.registers_at(before)["rflags"] == flags & ~0x10000 == seen.registers_at(before)["rflags"]
+    for values in (alone, seen):
+        values.memory_at(0, 0, 1)  # every window solved
+        assert values.conflicts == 0
