@@ -243,8 +243,9 @@ class ThreadValues:
         elif with_end and high == self.count:
             state = high - low if self.end_after_last else high - low - 1
             registers = _named(self.end.registers)
-            if self._completed(low + state - 1) and RFLAGS in registers:
-                registers[RFLAGS] &= ~_RESUME_FLAG  # a fault's core has RF set; the state before it had not
+            if state and self._structure(number).active[state - 1] and RFLAGS in registers:
+                # the instruction before it completed (no cut), which clears RF: a fault's core has it set
+                registers[RFLAGS] &= ~_RESUME_FLAG
             pins.append((state, registers, _PagedMemory(self.end.read_memory, single=True)))
         syscalls = {}
         for position, result in self.syscalls.items():
@@ -255,15 +256,6 @@ class ThreadValues:
         recorded = self._recorded.between(low, high) if self._recorded is not None else None
         xcr0 = next((s.xcr0 for s in (self.end, self.start) if s is not None and s.xcr0 is not None), None)
         return Chunk(structure, pins, self.shared, syscalls, self._emulator, self._constant, xcr0, recorded)
-
-    def _completed(self, position):
-        """Whether instruction ``position`` ran to its end, its successor next (no cut): the CPU then clears RF
-        (the resume flag a fault sets in the state the kernel saves, a crash's core included)."""
-        if not 0 <= position < self.count:
-            return False
-        following = self.addresses[position + 1] if position + 1 < self.count else None
-        address = self.addresses[position]
-        return bool(address) and not self._cut(position, self._effect(address), following)
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

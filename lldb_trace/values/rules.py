@@ -255,12 +255,7 @@ def _alu_backward(effect, before, after, memory, wide, regs, loads):
     if op not in _INVERSES or zero_idiom(effect) or source.reg == destination.reg != None:  # noqa: E711
         return
     mask = (1 << destination.width) - 1
-    if destination.kind == "reg":
-        if destination.width < 32:
-            return
-        result = after(destination.reg[0])
-    else:
-        result = stored(destination.store)
+    result = _written(destination, after, stored)
     if result is None:
         return
     b = operand_value(source, before, loaded)
@@ -272,15 +267,18 @@ def _alu_backward(effect, before, after, memory, wide, regs, loads):
         _reveal(source, b, wide, regs, loads)
 
 
+def _written(operand, after, stored):
+    """The value an instruction left in its destination operand, where known: a register of 32 or 64 bits (a
+    narrower one is merged with bits the rules do not follow), or the memory it stored to."""
+    if operand.kind == "reg":
+        return after(operand.reg[0]) if operand.width >= 32 else None
+    return stored(operand.store)
+
+
 def _unary_backward(effect, after, stored, wide, regs, loads):
     (operand,) = effect.operands
     width = operand.width
-    if operand.kind == "reg":
-        if width < 32:
-            return
-        result = after(operand.reg[0])
-    else:
-        result = stored(operand.store)
+    result = _written(operand, after, stored)
     if result is None:
         return
     mask = (1 << width) - 1

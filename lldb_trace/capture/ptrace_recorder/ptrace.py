@@ -50,6 +50,7 @@ USER_REGS = (
     "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi",
     "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
 )  # fmt: skip
+PTRACE_NAMES = {"rflags": "eflags"}  # TRACKED names (machine_state.py) whose USER_REGS name differs
 SIGINFO_SIZE = 128
 FPREGS_SIZE = 512  # struct user_fpregs_struct: the FXSAVE area (x87, MXCSR, xmm0-15)
 # Offsets into struct user_regs_struct, in bytes.

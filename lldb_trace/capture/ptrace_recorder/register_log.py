@@ -10,8 +10,7 @@ from ...values.machine_state import TRACKED
 from ..encoder.state_ring import StateRing
 from . import ptrace
 
-_PTRACE_NAMES = {"rflags": "eflags"}
-_COLUMNS = [ptrace.USER_REGS.index(_PTRACE_NAMES.get(name, name)) for name in TRACKED]
+_COLUMNS = [ptrace.USER_REGS.index(ptrace.PTRACE_NAMES.get(name, name)) for name in TRACKED]
 _RIP = ptrace.USER_REGS.index("rip")
 
 

@@ -24,7 +24,6 @@ from . import ptrace
 SYSCALL = b"\x0f\x05"
 MOST_MAPPED = 1 << 20
 _ALWAYS = ("rax", "rcx", "r11")  # what every syscall sets: its result, the return address, the flags
-_PTRACE_NAMES = {"rflags": "eflags"}
 _CLONE_VM, _CLONE_PARENT_SETTID, _CLONE_PIDFD = 0x100, 0x100000, 0x1000
 _MADV_DONTNEED = 4
 _MADV_DISCARDS = (8, 9, 24)  # MADV_FREE, MADV_REMOVE, MADV_DONTNEED_LOCKED: contents may go at any time
@@ -171,7 +170,7 @@ class SyscallLog:
         after = ptrace.get_regs(tid)
         registers = {}
         for name in TRACKED:
-            source = _PTRACE_NAMES.get(name, name)
+            source = ptrace.PTRACE_NAMES.get(name, name)
             if name in _ALWAYS or after[source] != before[source]:
                 registers[name] = after[source]
         written = self._written(before, after)
