@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import __version__
+from .dap.command_line import add_dap_parser
 from .errors import LldbTraceError
 from .option_table import (
     BUNDLE_FORMATS,
@@ -19,6 +20,7 @@ from .option_table import (
     add_arguments,
     given_arguments,
 )
+from .remote.command_line import add_serve_parser
 
 FLAVOR = Option(  # LLDB's dumps follow target.x86-disassembly-flavor instead
     "", "flavor", "Disassembly syntax (default att).", choices=(("att", "AT&T"), ("intel", "Intel")), default="att"
@@ -210,9 +212,11 @@ def _parser():
     rec.add_argument("--force", action="store_true", help="replace the recording in OUTDIR; other files there are kept")
     rec.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
     rec.set_defaults(run=_record)
+    add_serve_parser(commands)
     commands.add_parser(
         "lldbinit", help="print the ~/.lldbinit lines that load this plugin into a system LLDB"
     ).set_defaults(run=_lldbinit)
+    add_dap_parser(commands)
     return parser
 
 

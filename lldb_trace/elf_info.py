@@ -77,6 +77,7 @@ class ElfInfo:
                 self.machine = elf["e_machine"]
                 self.type = elf["e_type"]
                 self.entry = elf["e_entry"]
+                self.program_headers = (elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"])  # offset, count, size
                 self.build_id = _build_id(elf)
                 self.plt_sections = [
                     Section(s.name, s["sh_addr"], s["sh_size"], s["sh_entsize"])
@@ -95,6 +96,12 @@ class ElfInfo:
                     for s in elf.iter_segments()
                     if s["p_type"] == "PT_LOAD"
                 ]
+                self.interpreter = next(
+                    (s.get_interp_name() for s in elf.iter_segments() if s["p_type"] == "PT_INTERP"), None
+                )  # the dynamic linker's path as the program names it
+                self.dynamic_vaddr = next(
+                    (s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC"), None
+                )
                 self.first_load_vaddr = min(s.vaddr for s in self.segments) & ~0xFFF if self.segments else 0
                 self.load_span = (
                     max((s.vaddr + s.memory_size for s in self.segments), default=0) - self.first_load_vaddr

@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from support.bundle_copies import without_values
 from support.paths import HISTORY, TRACES
 
 lldb = pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
@@ -25,13 +26,21 @@ from lldb_trace.history import HistoryError  # noqa: E402
 LONGJMP = HISTORY / "longjmp"
 
 
-def loaded(session, folder):
-    session.ok(f"trace load {folder / 'trace.json'}")
-    return api.open_bundle(folder).threads[0]
+@pytest.fixture(scope="module")
+def longjmp(tmp_path_factory):
+    """The longjmp recording without its values: the frames LLDB shows are the trace's calls, as they are for a
+    hardware trace without a core (test_values_lldb.py has the values)."""
+    return without_values(LONGJMP, tmp_path_factory.mktemp("pc-only"))
 
 
-def test_goto_shows_the_past_through_lldbs_own_commands(session):
-    thread = loaded(session, LONGJMP)
+def loaded(session, bundle):
+    path = bundle if bundle.suffix == ".json" else bundle / "trace.json"
+    session.ok(f"trace load {path}")
+    return api.open_bundle(path).threads[0]
+
+
+def test_goto_shows_the_past_through_lldbs_own_commands(session, longjmp):
+    thread = loaded(session, longjmp)
     output = session.ok("pt goto 100")
     assert "stop reason = history: instruction 100 of 162" in output
     assert "__pthread_cleanup_upto + 6" in output and position_after(output) == 100
@@ -53,8 +62,8 @@ def test_goto_shows_the_past_through_lldbs_own_commands(session):
     assert "position: instruction 100 of 162" in session.ok("pt dump")
 
 
-def test_after_a_longjmp_the_jumped_over_frames_are_gone(session):
-    loaded(session, LONGJMP)
+def test_after_a_longjmp_the_jumped_over_frames_are_gone(session, longjmp):
+    loaded(session, longjmp)
     session.ok("pt goto 147")  # the first instruction back in main after longjmp
     assert frames(session) == [("main", "longjmp.c:42")]
     session.ok("pt goto 155")  # in after(), called once main is back
@@ -63,9 +72,9 @@ def test_after_a_longjmp_the_jumped_over_frames_are_gone(session):
     assert [name for name, _ in frames(session)] == ["the_end", "main"]
 
 
-def test_without_a_core_the_past_shows_what_the_instructions_alone_determine(session):
+def test_without_a_core_the_past_shows_what_the_instructions_alone_determine(session, longjmp):
     """The longjmp bundle has no known state (no core): the pc, and what constants in the code give."""
-    thread = loaded(session, LONGJMP)
+    thread = loaded(session, longjmp)
     session.ok("pt goto 80")  # in level6
     frame = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
     shown = {register.GetName(): register.GetValueAsUnsigned() for register in frame.GetRegisters()[0]}
@@ -93,8 +102,8 @@ def expected_outcome(history, method, reverse=False):
     return None if moved.position == history.end else moved.position
 
 
-def test_reverse_and_forward_movements_land_where_the_history_engine_says(session):
-    history = loaded(session, LONGJMP).history
+def test_reverse_and_forward_movements_land_where_the_history_engine_says(session, longjmp):
+    history = loaded(session, longjmp).history
     history.goto(100)
     session.ok("pt goto 100")
     for command, method, reverse in [
@@ -112,8 +121,8 @@ def test_reverse_and_forward_movements_land_where_the_history_engine_says(sessio
             assert position_after(result.GetOutput()) == expected, command
 
 
-def test_lldbs_stepping_commands_move_forwards_through_history(session):
-    history = loaded(session, LONGJMP).history
+def test_lldbs_stepping_commands_move_forwards_through_history(session, longjmp):
+    history = loaded(session, longjmp).history
     session.ok("pt goto 40")
     history.goto(40)
     for command, method in [("thread step-in", "step"), ("n", "next"), ("si", "stepi"), ("ni", "nexti"),
@@ -133,8 +142,8 @@ def test_lldbs_stepping_commands_move_forwards_through_history(session):
     assert position_after(session.streams()[0]) == expected
 
 
-def test_breakpoints_stop_continue_both_ways(session):
-    loaded(session, LONGJMP)
+def test_breakpoints_stop_continue_both_ways(session, longjmp):
+    loaded(session, longjmp)
     session.ok("breakpoint set -n level3")
     session.ok("breakpoint set -f longjmp.c -l 38")  # in after()
     disabled = session.ok("breakpoint set -a 0x4016e7")  # main after the longjmp: disabled, never stops
@@ -155,8 +164,8 @@ def test_breakpoints_stop_continue_both_ways(session):
     assert position_after(out) == back
 
 
-def test_both_ends_of_history(session):
-    loaded(session, LONGJMP)
+def test_both_ends_of_history(session, longjmp):
+    loaded(session, longjmp)
     output = session.ok("pt goto begin")
     assert position_after(output) == 0 and frames(session) == [("main", "longjmp.c:41")]
     for command in ("pt reverse-stepi", "pt reverse-step", "pt reverse-next", "pt reverse-continue"):
@@ -182,8 +191,8 @@ def test_both_ends_of_history(session):
         ("thread step-over -m this-thread", "takes no options"),
     ],
 )
-def test_bad_positions_are_one_line_errors_and_nothing_moves(session, command, message):
-    loaded(session, LONGJMP)
+def test_bad_positions_are_one_line_errors_and_nothing_moves(session, command, message, longjmp):
+    loaded(session, longjmp)
     session.ok("pt goto 100")
     result = session.handle(command)
     _out, err = session.streams()
@@ -193,8 +202,8 @@ def test_bad_positions_are_one_line_errors_and_nothing_moves(session, command, m
     assert "position: instruction 100 of 162" in session.ok("pt dump")
 
 
-def test_negative_positions_count_from_the_end(session):
-    loaded(session, LONGJMP)
+def test_negative_positions_count_from_the_end(session, longjmp):
+    loaded(session, longjmp)
     assert position_after(session.ok("pt goto -1")) == 161
     assert position_after(session.ok("pt goto -162")) == 0
 
@@ -289,8 +298,8 @@ def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
 
 
 @needs_lldb_22
-def test_time_travel_in_debians_lldb_22(tmp_path):
-    commands = [f"trace load {LONGJMP / 'trace.json'}", "pt goto 100", "bt", "frame select 3", "pt reverse-finish",
+def test_time_travel_in_debians_lldb_22(tmp_path, longjmp):
+    commands = [f"trace load {longjmp}", "pt goto 100", "bt", "frame select 3", "pt reverse-finish",
                 "breakpoint set -n level3", "process continue --reverse", "pt find -f level3"]  # fmt: skip
     run = run_lldb_22(tmp_path, commands)
     out = run.stdout
@@ -301,8 +310,8 @@ def test_time_travel_in_debians_lldb_22(tmp_path):
     assert "Executions of level3" in out and re.search(r"\n\s+55\s+3\s+longjmp`level3", out)
 
 
-def test_a_breakpoint_on_the_way_stops_a_step(session):
-    loaded(session, LONGJMP)
+def test_a_breakpoint_on_the_way_stops_a_step(session, longjmp):
+    loaded(session, longjmp)
     session.ok("pt goto 37")  # main's line 44: level1(1), whose calls reach level3
     session.ok("breakpoint set -n level3")
     output = session.ok("pt next")

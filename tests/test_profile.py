@@ -38,12 +38,12 @@ CASES = [
     (TRACES / "crash", 5707, ["crash.c"]),
     (TRACES / "threads", 5675, ["threads.c"]),
     (TRACES / "threads", 5677, ["threads.c"]),
-    (HISTORY / "recursion", 18153, ["recursion.c"]),
-    (HISTORY / "tailcall", 18330, ["tailcall.c"]),
+    (HISTORY / "recursion", 15936, ["recursion.c"]),
+    (HISTORY / "tailcall", 16326, ["tailcall.c"]),
     (HISTORY / "qsort_callback", 18211, ["qsort_callback.c"]),
-    (HISTORY / "lines", 18182, ["lines.c"]),
+    (HISTORY / "lines", 15966, ["lines.c"]),
     (HISTORY / "gradebook", 6289, ["gradebook.c"]),
-    (HISTORY / "nodebug", 18243, ["nodebug.c", "nodebug_lib.c"]),
+    (HISTORY / "nodebug", 16183, ["nodebug.c", "nodebug_lib.c"]),
 ]
 CASE_IDS = [f"{folder.name}-{tid}" for folder, tid, _ in CASES]
 
@@ -231,10 +231,10 @@ def forest_rows(thread, by, first, last):
 FOREST_CASES = [
     (TRACES / "timestamps", 5683),
     (TRACES / "threads", 5674),
-    (HISTORY / "signal_handler", 18389),
-    (HISTORY / "longjmp", 18272),
-    (HISTORY / "contexts", 18360),
-    (HISTORY / "exceptions", 18301),
+    (HISTORY / "signal_handler", 18706),
+    (HISTORY / "longjmp", 16223),
+    (HISTORY / "contexts", 16366),
+    (HISTORY / "exceptions", 18698),
 ]
 
 

@@ -29,7 +29,7 @@ def test_times_add_up_and_are_absent_without_timing():
             made, made.rows
         )
         assert all("exclusiveTime" in row for row in json.loads(profile_json(made, made.rows, "time"))["rows"])
-    untimed = gapless_thread(HISTORY / "recursion", 18153)
+    untimed = gapless_thread(HISTORY / "recursion", 15936)
     made = profile(untimed, "line")
     assert made.time_unit is None and made.time is None
     assert all(row.exclusive_time is None and row.inclusive_time is None for row in made.rows)
@@ -38,15 +38,15 @@ def test_times_add_up_and_are_absent_without_timing():
     document = json.loads(profile_json(made, made.rows, "exclusive"))
     assert document["timeUnit"] is None and "time" not in document
     assert not any(key.endswith("Time") for row in document["rows"] for key in row)
-    with pytest.raises(ProfileError, match=r"^cannot sort by time: the trace of thread 18153 has no timing$"):
+    with pytest.raises(ProfileError, match=r"^cannot sort by time: the trace of thread 15936 has no timing$"):
         made.sorted_rows("time")
 
 
 def test_the_table_and_json_of_the_recursion_program():
-    thread = gapless_thread(HISTORY / "recursion", 18153)
+    thread = gapless_thread(HISTORY / "recursion", 15936)
     made = profile(thread)
     assert profile_text(made, made.rows[:2]).splitlines() == [
-        "Profile of thread 18153 by function: items 0:346 (347 instructions), no timing in this trace",
+        "Profile of thread 15936 by function: items 0:346 (347 instructions), no timing in this trace",
         "calls  exclusive       %  inclusive       %  function",
         "   15        236   68.0%        236   68.0%  recursion`fib",
         "    8         98   28.2%         98   28.2%  recursion`fact",
@@ -61,7 +61,7 @@ def test_the_table_and_json_of_the_recursion_program():
     compiled_at = document["rows"][0].pop("file")  # the path DWARF names: where the program was built
     assert compiled_at.endswith("/test_traces/src/recursion.c")
     assert document == {
-        "thread": 18153, "by": "line", "range": {"first": 10, "last": 100}, "instructions": 91, "calls": 7,
+        "thread": 15936, "by": "line", "range": {"first": 10, "last": 100}, "instructions": 91, "calls": 7,
         "timeUnit": None, "sort": "exclusive", "rowCount": 7,
         "rows": [{
             "name": "recursion.c:13", "line": 13, "function": "recursion`fact",
@@ -71,7 +71,7 @@ def test_the_table_and_json_of_the_recursion_program():
 
 
 def test_bad_input_is_one_line(tmp_path):
-    thread = gapless_thread(HISTORY / "recursion", 18153)
+    thread = gapless_thread(HISTORY / "recursion", 15936)
     with pytest.raises(ProfileError, match=r"^unknown grouping 'file': choose function, line or module$"):
         profile(thread, "file")
     with pytest.raises(RangeError, match=r"^range 5:2 holds no items: the thread has items 0 to 346$"):
@@ -96,30 +96,30 @@ def test_bad_input_is_one_line(tmp_path):
 def test_pt_profile_in_lldb(session, tmp_path):
     assert session.handle("pt profile").GetError() == "error: no target: load a trace with 'trace load BUNDLE'\n"
     session.ok(f"trace load {HISTORY / 'recursion' / 'trace.json'}")
-    thread = gapless_thread(HISTORY / "recursion", 18153)
+    thread = gapless_thread(HISTORY / "recursion", 15936)
     expected = profile(thread, "line", "10:100")
     shown = json.loads(session.ok("pt profile --by line --range 10:100 --json -c 0"))
     assert shown == json.loads(profile_json(expected, expected.rows, "exclusive"))
     text = session.ok("pt profile -c 2 --sort inclusive")
     assert text.splitlines()[:3] == [
-        "Profile of thread 18153 by function: items 0:346 (347 instructions), no timing in this trace",
+        "Profile of thread 15936 by function: items 0:346 (347 instructions), no timing in this trace",
         "calls  exclusive       %  inclusive       %  function",
         "    0         13    3.7%        347  100.0%  recursion`main",
     ]
     assert "... 1 more function: '-c 0' shows all" in text
-    assert "total (1 of 1 module)" in session.ok("pt profile -b mod -s name -t 18153")
+    assert "total (1 of 1 module)" in session.ok("pt profile -b mod -s name -t 15936")
     written = tmp_path / "profile.txt"
     wrote = session.ok(f"pt profile --by line --file {written}")
-    assert wrote.strip() == f"wrote the profile of thread 18153 to {written}"
-    assert written.read_text().startswith("Profile of thread 18153 by line:")
+    assert wrote.strip() == f"wrote the profile of thread 15936 to {written}"
+    assert written.read_text().startswith("Profile of thread 15936 by line:")
     errors = {
         "pt profile --by file": "unknown by 'file': choose function, line or module",
         "pt profile --range 5:2": "range 5:2 holds no items: the thread has items 0 to 346",
         "pt profile --range 12": "bad range '12': write FROM:TO with item indices, e.g. 1000:2000",
         "pt profile -s size": "unknown sort 'size': choose exclusive, inclusive, calls, name, time or inclusive-time",
-        "pt profile -s time": "cannot sort by time: the trace of thread 18153 has no timing",
-        "pt profile -t 7": "process 18153 has no traced thread 7 (its threads: 18153)",
-        "pt profile -t 18153 -t 18153": "pt profile profiles one thread: give -t once",
+        "pt profile -s time": "cannot sort by time: the trace of thread 15936 has no timing",
+        "pt profile -t 7": "process 15936 has no traced thread 7 (its threads: 15936)",
+        "pt profile -t 15936 -t 15936": "pt profile profiles one thread: give -t once",
         f"pt profile --file {tmp_path / 'absent' / 'p.txt'}": f"cannot write {tmp_path / 'absent' / 'p.txt'}: the"
         f" folder {tmp_path / 'absent'} does not exist",
     }

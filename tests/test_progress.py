@@ -134,7 +134,8 @@ def test_an_interrupted_load_leaves_no_target_and_loads_again(tmp_path, monkeypa
     try:
         result = session.handle(f"pt load {EXCEPTIONS / 'trace.json'}")
         assert not result.Succeeded() and session.debugger.GetNumTargets() == 0
-        assert result.GetError().startswith("error: interrupted: decoding the trace of thread")
+        assert result.GetError().startswith("error: interrupted: decoding the ")  # the whole trace, or its end first
+        assert "trace of thread" in result.GetError()
         assert result.GetError().count("\n") == 1
         monkeypatch.undo()
         session.ok(f"pt load {EXCEPTIONS / 'trace.json'}")

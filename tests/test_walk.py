@@ -25,7 +25,7 @@ from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.subscribe import walker
 
 BASIC = (TRACES / "basic", 5662)
-RECURSION = (HISTORY / "recursion", 18153)
+RECURSION = (HISTORY / "recursion", 15936)
 OVERFLOW = TRACES / "overflow"
 TIMESTAMPS = TRACES / "timestamps"
 EXAMPLES = ROOT / "examples"

@@ -50,9 +50,10 @@ class ShownState:
         return data if known < 0 else data[:known]
 
 
-def shown_state(trace, tid, history, pc):
+def shown_state(trace, tid, history, pc, unwinding=True):
     """The ShownState of thread ``tid`` of ProcessTrace ``trace`` standing at ``history``'s position (None:
-    not decoded yet, at the end) with pc ``pc``."""
+    not decoded yet, at the end) with pc ``pc``; ``unwinding``: say whether LLDB's unwinding finds the trace's
+    frames (a look through the stack that a client unwinding by itself, over gdb-remote, does not need)."""
     values = values_of(trace)
     core = values.end_core
     at_end = history is None or history.at_end
@@ -67,7 +68,7 @@ def shown_state(trace, tid, history, pc):
     registers = {name: value for name, value in recovery.registers_at(position).items() if value is not None}
     registers["rip"] = pc
     state = ShownState(registers, values=recovery, position=position)
-    if history is not None and _unwindable(state, history):
+    if unwinding and history is not None and _unwindable(state, history):
         state.unwinds = True
     return state
 

@@ -5,8 +5,10 @@ stack's layout, and so the run, must be the same under the recorder and under GD
 the project's recorder into test_traces/history/NAME/ (replaced), check the bundle decodes to the
 recorder's ground truth, then replay the same run in GDB's `record full` (gdb_driver.py) and save
 every answer to NAME/gdb.json.  --keep-recordings asks GDB again about the committed recordings
-(their program copied back to where it ran), so the bundles stay as they are.  Fails loudly when
-gdb is missing, is not 13.1, or ran another path.
+(their program copied back to where it ran), so the bundles stay as they are.  --same-run records
+again without asking GDB: when the new run is the committed one instruction for instruction, the
+bundle is replaced (it gains what the recorder writes now: cores, register states) and GDB's answers
+are kept.  Fails loudly when gdb is missing, is not 13.1, or ran another path.
 """
 
 import argparse
@@ -233,6 +235,26 @@ def capture(program, gdbs, keep_recording=False):
     print(f"{program.name}: {len(truth)} instructions; GDB answered in {gdb_run['seconds']} s")
 
 
+def record_same_run(program):
+    """Record again; keep GDB's answers if the run is the committed one, instruction for instruction."""
+    bundle = HERE / program.name
+    reference = json.loads((bundle / "gdb.json").read_text())
+    committed = list(GroundTruth.read(bundle / "ground_truth" / f"{reference['recorder']['tid']}.txt").addresses)
+    binary, _build_commands = build(program)
+    kept_answers = bundle.with_name(f".{program.name}-gdb.json")
+    shutil.copyfile(bundle / "gdb.json", kept_answers)
+    try:
+        _bundle, record_command, record_seconds = record(program, binary)
+        tid, truth = check_decoding(bundle)
+    finally:
+        shutil.move(kept_answers, bundle / "gdb.json")
+    if truth != committed:
+        raise SystemExit(f"{program.name}: the new run is not the committed one (git checkout the folder back)")
+    reference["recorder"] = {"command": record_command, "seconds": record_seconds, "tid": tid}
+    (bundle / "gdb.json").write_text(json.dumps(reference, indent=1) + "\n")
+    print(f"{program.name}: the same {len(truth)} instructions, recorded again; GDB's answers kept")
+
+
 def kept(program):
     """The committed recording's program, put back where it ran; its build commands and recorder run."""
     bundle = HERE / program.name
@@ -253,15 +275,22 @@ def main(argv):
     parser.add_argument(
         "--keep-recordings", action="store_true", help="ask GDB again about the committed recordings (no rebuild)"
     )
+    parser.add_argument(
+        "--same-run", action="store_true", help="record again, keep GDB's answers if the run is the same"
+    )
     parser.add_argument("names", nargs="*", help=f"programs to capture (default: all of {', '.join(BY_NAME)})")
     options = parser.parse_args(argv)
     unknown = [name for name in options.names if name not in BY_NAME]
     if unknown:
         raise SystemExit(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    chosen = [program for program in PROGRAMS if not options.names or program.name in options.names]
+    if options.same_run:
+        for program in chosen:
+            record_same_run(program)
+        return
     gdbs = find_gdbs(options.newer_gdb)
-    for program in PROGRAMS:
-        if not options.names or program.name in options.names:
-            capture(program, gdbs, options.keep_recordings)
+    for program in chosen:
+        capture(program, gdbs, options.keep_recordings)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from .paths import HISTORY, TRACES
 # (bundle, tid, the program's module name): traces without tail calls, where a frame is a called function
 PROGRAMS = [
     (TRACES / "basic", 5662, "basic"),
-    (HISTORY / "recursion", 18153, "recursion"),
+    (HISTORY / "recursion", 15936, "recursion"),
     (HISTORY / "gradebook", 6289, "gradebook"),
 ]
 BUNDLE_OF = {program: bundle for bundle, _tid, program in PROGRAMS} | {"threads": TRACES / "threads"}

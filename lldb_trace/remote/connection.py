@@ -1,0 +1,127 @@
+"""One client connection: bytes in, packets answered, acks, and Ctrl-C during long work.
+
+A reader thread turns the client's bytes into packet events while the main
+thread answers them one at a time.  An interrupt byte (0x03) asks the work
+in flight, or queued before it, to stop at once (through the progress
+module, which every long task polls): a resume then stops with SIGINT where
+it started.  Once the main thread reaches the interrupt in the queue it is
+spent; one sent while nothing runs is ignored, as gdbserver ignores it.  A
+client that disconnects, even mid-packet, ends the session; nothing it sends
+ends the server with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from .packets import Event, PacketReader, frame
+from .replay import Replay
+from .server import Server
+
+_LOGGED = 200  # bytes of a packet or reply the log shows
+MAX_RESENDS = 3  # a reply the client nacks is sent again at most this often
+_END = Event("end")
+
+
+def serve_connection(
+    replay: Replay, receive: Callable[[], bytes], send: Callable[[bytes], None], log: TextIO | None = None
+) -> None:
+    """Answer the client until it disconnects or ends the session (``k``, ``vKill``, ``D``).
+
+    ``receive()`` returns the next bytes (b"" at the end); ``send(data)`` writes them all; ``log`` gets a line
+    per packet and reply (``--log``: what a client asked, and how long each answer took).
+    """
+    server = Server(replay)
+    events: queue.Queue[Event] = queue.Queue()
+
+    def read() -> None:
+        reader = PacketReader()
+        try:
+            while True:
+                data = receive()
+                if not data:
+                    break
+                for event in reader.feed(data):
+                    if event.kind == "interrupt":
+                        replay.interrupted = True  # seen by the work now, not after it
+                    events.put(event)
+        except OSError:
+            pass
+        events.put(_END)
+
+    threading.Thread(target=read, name="lldb-trace serve reader", daemon=True).start()
+    last_reply, resends = b"", 0
+    while not server.closing:
+        event = events.get()
+        if event is _END:
+            return
+        if event.kind == "interrupt":
+            replay.interrupted = False
+        elif event.kind == "nack" and not server.no_ack and last_reply and resends < MAX_RESENDS:
+            send(last_reply)
+            resends += 1
+        elif event.kind in ("bad checksum", "too long") and not server.no_ack:
+            send(b"-")
+        elif event.kind == "too long":
+            send(frame(b"E01"))
+        elif event.kind == "packet":
+            if not server.no_ack:
+                send(b"+")
+            started = time.perf_counter()
+            replies = server.answer(event.payload)
+            if log is not None:
+                _log(log, event.payload, replies, time.perf_counter() - started)
+            for reply in replies:
+                last_reply, resends = frame(reply), 0
+                send(last_reply)
+
+
+def _log(log: TextIO, packet: bytes, replies: list[bytes], seconds: float) -> None:
+    shown = [reply[:_LOGGED] for reply in replies]
+    log.write(f"{seconds * 1000:9.3f} ms  <- {packet[:_LOGGED]!r}  -> {' '.join(map(repr, shown))}\n")
+    log.flush()
+
+
+def serve_stdio(replay: Replay, log: TextIO | None = None) -> None:
+    """GDB's ``target remote | lldb-trace serve --stdio PATH``: the protocol on stdin and stdout."""
+    stdin, stdout = sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno()
+
+    def send(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(stdout, view) :]
+
+    with contextlib.suppress(BrokenPipeError):
+        serve_connection(replay, lambda: os.read(stdin, 65536), send, log)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket (``port`` 0: any free one); the caller says where it listens."""
+    listener = socket.create_server((host, port), family=_family(host), reuse_port=False)
+    listener.listen(1)
+    return listener
+
+
+def serve_socket(
+    replay: Replay, listener: socket.socket, announce: Callable[[str], None], log: TextIO | None = None
+) -> None:
+    """Serve one client at a time on ``listener`` until interrupted (Ctrl-C in the terminal)."""
+    while True:
+        connection, peer = listener.accept()
+        announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} connected")
+        with connection, contextlib.suppress(OSError):
+            serve_connection(replay, functools.partial(connection.recv, 65536), connection.sendall, log)
+        announce("lldb-trace serve: client disconnected; waiting for the next one")
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -1,0 +1,133 @@
+"""``qRcmd`` (GDB's ``monitor``, LLDB's ``process plugin packet monitor``): the history commands over the wire.
+
+``goto begin|end|N`` moves the current thread; ``find`` lists executions
+newest first (a function's calls, a line's starts, an address's executions,
+or the writes and reads of memory); ``info`` says where each thread stands.
+GDB keeps the registers it read before a ``monitor goto``: its
+``maint flush register-cache`` shows the new position.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from ..errors import LldbTraceError
+from ..history import queries
+from ..values.accesses import accesses as values_accesses
+from .replay import Replay, check_position
+
+HELP = """monitor commands of lldb-trace serve:
+  goto begin|end|N          move the current thread to instruction N of its history
+  find FUNCTION             calls of FUNCTION (a name or a glob), newest first
+  find FILE:LINE            executions of a source line
+  find *ADDRESS             executions of the instruction at ADDRESS
+  find --write ADDRESS [--size N]   instructions that wrote any of N bytes at ADDRESS (--read: read)
+  (find takes --limit N; default 20)
+  info                      every thread's position
+  bt                        the current thread's frames as the trace's calls give them (no values needed)
+  help                      this list"""
+DEFAULT_LIMIT = 20
+
+
+def run(replay: Replay, text: str) -> str:
+    """What the command prints (a one-line error is an answer too: the client shows it)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        return f"error: {error}\n"
+    if not words or words[0] == "help":
+        return HELP + "\n"
+    command, arguments = words[0], words[1:]
+    try:
+        if command == "goto" and len(arguments) == 1:
+            return _goto(replay, arguments[0])
+        if command == "find" and arguments:
+            return _find(replay, arguments)
+        if command == "info" and not arguments:
+            return _info(replay)
+        if command == "bt" and not arguments:
+            return _frames(replay)
+    except LldbTraceError as error:
+        return f"error: {error}\n"
+    return f"error: unknown monitor command '{text.strip()}' (monitor help lists them)\n"
+
+
+def _goto(replay: Replay, word: str) -> str:
+    tid = replay.current
+    history = replay.thread(tid).history
+    replay.goto(tid, check_position(replay, tid, word))
+    replay.last_stop = replay.initial_stop(tid) if history.at_end else replay.last_stop
+    return f"Position: {history.describe()}.\n(in GDB, 'maint flush register-cache' then shows it)\n"
+
+
+def _info(replay: Replay) -> str:
+    lines = [f"process {replay.pid}: {replay.trace.bundle.path}"]
+    for tid, thread in replay.threads.items():
+        history = thread.history
+        mark = "*" if tid == replay.current else " "
+        values = "values recovered" if replay.can_watch(tid) else "pc only (no core or recorded state)"
+        lines.append(f"{mark} thread {tid} at position {history.position}: {history.describe()}; {values}")
+    return "\n".join(lines) + "\n"
+
+
+def _frames(replay: Replay) -> str:
+    thread = replay.thread(replay.current)
+    lines = []
+    for number, frame in enumerate(thread.history.frames()):
+        location = thread.locate(frame.pc) if frame.pc is not None else None
+        where = location.function_label if location is not None else "?"
+        source = f" at {location.source}" if location is not None and location.source else ""
+        pc = f"{frame.pc:#018x}" if frame.pc is not None else "?"
+        lines.append(f"#{number} {pc} {where}{source}")
+    return "\n".join(lines) + "\n"
+
+
+def _find(replay: Replay, arguments: list[str]) -> str:
+    thread = replay.thread(replay.current)
+    limit, size, access, target = DEFAULT_LIMIT, 1, None, None
+    words = iter(arguments)
+    for word in words:
+        if word in ("--limit", "--size"):
+            value = _number(next(words, ""), word)
+            limit, size = (value, size) if word == "--limit" else (limit, value)
+        elif word in ("--write", "--read"):
+            access = word[2:]
+        elif target is None:
+            target = word
+        else:
+            raise LldbTraceError(f"find takes one thing to find, not '{word}' too")
+    if target is None:
+        raise LldbTraceError("find needs what to find: FUNCTION, FILE:LINE, *ADDRESS or --write ADDRESS")
+    if access is not None:
+        address = _number(target, "the address")
+        written, read = (address, None) if access == "write" else (None, address)
+        accesses = values_accesses(thread.values(), written, read, size, limit)
+        lines = [f"{access}s of the {size} byte(s) at {address:#x}, newest first:"]
+        for item in accesses:
+            old = item.old.hex() if item.old is not None else "?"
+            new = item.new.hex() if item.new is not None else "?"
+            maybe = "" if item.exact else " (may overlap: address unknown)"
+            lines.append(f"  {item.position}  {item.kind} {item.size} bytes: {old} -> {new}{maybe}")
+        return "\n".join(lines) + "\n"
+    history, symbolizer = thread.history, thread.symbolizer
+    if target.startswith("*"):
+        matches = queries.find(history, symbolizer, address=_number(target[1:], "the address"), limit=limit)
+    elif ":" in target and target.rsplit(":", 1)[1].isdigit():
+        file, line = target.rsplit(":", 1)
+        matches = queries.find(history, symbolizer, line=(file, int(line)), limit=limit)
+    else:
+        matches = queries.find(history, symbolizer, function=target, limit=limit)
+    lines = [f"{len(matches)} execution(s) of {target}, newest first ('monitor goto N' goes to one):"]
+    for match in matches:
+        location = thread.locate(thread.history.pc_at(match.index))
+        where = location.function_label if location is not None else "?"
+        source = f" at {location.source}" if location is not None and location.source else ""
+        lines.append(f"  {match.index}  {where}{source}")
+    return "\n".join(lines) + "\n"
+
+
+def _number(word: str, what: str) -> int:
+    try:
+        return int(word, 0)
+    except ValueError:
+        raise LldbTraceError(f"{what} needs a number, not '{word}'") from None
