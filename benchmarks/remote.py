@@ -4,7 +4,8 @@
 
 The bundle is benchmarks/history.py's (hot_calls.c, 29.0 million instructions, 1.0 million calls,
 recorded on first use).  Debian's GDB connects with `target remote | lldb-trace serve --stdio`, then:
-`bt` at the end; at positions spread over the trace, `monitor goto N`, `bt`, `reverse-next`, `bt`,
+`bt` at the end; at positions spread over the trace and at three near its end (the values, and so
+GDB's unwinding, cover the last 250,000 positions), `monitor goto N`, `bt`, `reverse-next`, `bt`,
 `reverse-finish`, `bt`, `next`, `bt`; a breakpoint at main's first line and `reverse-continue` from
 the end (the other end of history: the whole trace scanned), `bt`, then a breakpoint at finished()
 and `continue` back to the end.  Times are GDB's own (Python's clock around `gdb.execute`), packets
@@ -14,7 +15,6 @@ are the server's log (`--log`) between the commands.  Nothing asserts them.
 import argparse
 import json
 import os
-import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -26,14 +26,16 @@ import lldb_trace.api as pt
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).with_name("remote_gdb_driver.py")
 SERVE = f"{ROOT / '.venv' / 'bin' / 'lldb-trace'} serve --stdio"
-MONITOR = re.compile(r"<- b'qRcmd,")
+MARKER = "<- b'qRcmd," + b"info".hex() + "'"  # the driver's `monitor info` after each command
 MOVES = ("bt", "reverse-next", "bt", "reverse-finish", "bt", "next", "bt")
+NEAR_THE_END = (200_000, 50_000, 1_000)  # positions with values: the recovery covers the last 250,000
 
 
 def plan_for(bundle, log, count):
     commands = ["bt"]
-    for fraction in FRACTIONS:
-        commands += [f"monitor goto {int(count * fraction)}", "maint flush register-cache", *MOVES]
+    positions = [int(count * fraction) for fraction in FRACTIONS] + [count - back for back in NEAR_THE_END]
+    for position in positions:
+        commands += [f"monitor goto {position}", "maint flush register-cache", *MOVES]
     commands += ["monitor goto end", "maint flush register-cache", f"break hot_calls.c:{source_line('int main')}"]
     commands += ["reverse-continue", "bt", "delete", "break finished", "continue", "bt"]
     return {
@@ -47,7 +49,7 @@ def packets_between(log_text):
     """Packets the server answered for each command: the log cut at the driver's `monitor info`."""
     counts, current = [], 0
     for line in log_text.splitlines():
-        if MONITOR.search(line):
+        if MARKER in line:
             counts.append(current)
             current = 0
         else:

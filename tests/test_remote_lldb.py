@@ -33,12 +33,12 @@ def server():
     assert process.wait(timeout=60) is not None
 
 
-def run_lldb(which, port, commands):
+def run_lldb(which, port, commands, bundle=RECURSION):
     """LLDB's output for each command, and the server's position after it (a monitor packet after each)."""
     binary = LLDBS[which]
     if binary is None or not shutil.which(str(binary)):
         pytest.skip(f"{which} is not installed")
-    arguments = [str(binary), "--no-lldbinit", str(program_file(RECURSION)), "-o", f"gdb-remote {port}"]
+    arguments = [str(binary), "--no-lldbinit", str(program_file(bundle)), "-o", f"gdb-remote {port}"]
     for command in commands:
         arguments += ["-o", f"script print('@@ {command}')", "-o", command, "-o", "process plugin packet monitor info"]
     arguments += ["-o", "quit"]
@@ -93,3 +93,29 @@ def test_reverse_continue_and_forward_steps(which, server):
     data, mask = thread.read_memory_at(forward, rsp, 8)
     assert mask == b"\xff" * 8
     assert f"{rsp:#x}: {int.from_bytes(data, 'little'):#018x}" in answers[11][0]
+
+
+@pytest.mark.parametrize("which", ["pip", "lldb-22"])
+def test_a_watchpoint_and_reverse_continue_find_the_write(which):
+    """The README's gradebook crash: LLDB's own watchpoint (Z2) and `process continue --reverse` stop at add_mark's
+    store over the course pointer, then at main's.  At a crash LLDB would deliver the signal on resuming, which it
+    refuses to do in reverse: `process handle` first."""
+    gradebook = HISTORY / "gradebook"
+    command = [sys.executable, "-m", "lldb_trace.cli", "serve", "--port", "0", str(gradebook)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", process.stderr.readline()).group(1))
+        commands = [
+            "process handle SIGSEGV -p false -s true",
+            "watchpoint set expression -w write -s 8 -- 0x7fffffffeb98",
+            "process continue --reverse",
+            "process continue --reverse",
+        ]
+        answers = run_lldb(which, port, commands, gradebook)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    (first, at_first), (second, at_second) = answers[2], answers[3]
+    assert "stop reason = watchpoint 1" in first and at_first == 173
+    assert "student->marks[student->count] = mark;" in first
+    assert "stop reason = watchpoint 1" in second and at_second == 10

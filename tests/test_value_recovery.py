@@ -27,12 +27,14 @@ PROGRAMS = {  # name: source, compiler flags, the function where stepping stops
     "longjmp": ("longjmp.c", ["-O0"], "the_end"),
     "signal": ("signal_handler.c", ["-O0"], "the_end"),
     "exceptions": ("exceptions.cpp", ["-O0"], "the_end"),
+    "hot-calls": ("hot_calls.c", ["-O0", "-DN=2"], "finished"),  # stops in the loop, past a window edge
 }
 
 
 # The share of GPR values (rax..r15, rip) known over these short runs, as measured (72%, 23%, 37%, 18%, 17%, 42%;
 # the long runs are in benchmarks/value_recovery.py): what the engine must keep, not yet what it should reach.
-COVERED = {"recursion": 0.7, "libc": 0.21, "libc-now": 0.35, "longjmp": 0.16, "signal": 0.15, "exceptions": 0.4}
+COVERED = {"recursion": 0.7, "libc": 0.21, "libc-now": 0.35, "longjmp": 0.16, "signal": 0.15, "exceptions": 0.4,
+           "hot-calls": 0.9}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,20 @@ def test_registers_from_the_end_state_are_never_wrong(truths, name):
     assert wrong == []
     assert values.conflicts == 0
     assert share > COVERED[name], f"{name}: only {share:.0%} of register values known"
+
+
+def test_saved_frame_pointers_carry_the_stack_pointer_through_a_loop_of_calls(truths):
+    """-O0 code restores rsp from rbp (``leave``) and rbp from the slot its callee pushed it to: with the end state
+    alone, the stack and frame pointers are known at every position once the pushed and popped rbp are one value,
+    the window edge crossed included (the last window begins inside an activation)."""
+    truth = truths("hot-calls")
+    values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
+    assert values.chunks >= 2
+    first = next(k for k, state in enumerate(truth.registers) if state["rbp"] == state["rsp"])  # main's rbp set
+    for position in range(first, len(truth.addresses)):
+        shown = values.registers_at(position)
+        for name in ("rsp", "rbp"):
+            assert shown[name] == truth.registers[position][name], (position, name)
 
 
 @pytest.mark.parametrize("name", ["recursion", "libc", "libc-now"])

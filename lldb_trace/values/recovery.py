@@ -216,7 +216,14 @@ class ThreadValues:
         return self._forward[number]
 
     def _structure(self, number):
-        """Window ``number``'s Structure, made once (a window may be solved again with more pins)."""
+        """Window ``number``'s Structure, made once (a window may be solved again with more pins), with the slots
+        the window before left live at its end."""
+        found = self._own_structure(number)
+        if not found.linked and number > 0:  # the registers a callee saved before the window began
+            found.link(self._own_structure(number - 1).outgoing)
+        return found
+
+    def _own_structure(self, number):
         found = self._structures.get(number)
         if found is None:
             low, high = number * CHUNK, min(self.count, (number + 1) * CHUNK)
@@ -228,7 +235,7 @@ class ThreadValues:
                 effects.append(effect)
                 nexts.append(following or None)
                 cuts.append(self._cut(position, effect, following))
-            found = self._structures[number] = Structure(effects, nexts, cuts)
+            found = self._structures[number] = Structure(effects, nexts, cuts, self.shared)
         return found
 
     def _chunk(self, number, left, right, with_end):
