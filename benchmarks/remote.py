@@ -13,8 +13,10 @@ are the server's log (`--log`) between the commands.  Nothing asserts them.
 """
 
 import argparse
+import collections
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).with_name("remote_gdb_driver.py")
 SERVE = f"{ROOT / '.venv' / 'bin' / 'lldb-trace'} serve --stdio"
 MARKER = "<- b'qRcmd," + b"info".hex() + "'"  # the driver's `monitor info` after each command
+KIND = re.compile(r"vCont;[a-z]|q[A-Za-z]+|[a-zA-Z]s?")  # a packet's kind: vCont;r, qXfer, bs, g, m...
 MOVES = ("bt", "reverse-next", "bt", "reverse-finish", "bt", "next", "bt")
 NEAR_THE_END = (200_000, 50_000, 1_000)  # positions with values: the recovery covers the last 250,000
 
@@ -46,15 +49,17 @@ def plan_for(bundle, log, count):
 
 
 def packets_between(log_text):
-    """Packets the server answered for each command: the log cut at the driver's `monitor info`."""
-    counts, current = [], 0
+    """The packets the server answered for each command, by kind (``bs``, ``g``, ``vCont;r``...): the log cut at
+    the driver's `monitor info`."""
+    commands, current = [], collections.Counter()
     for line in log_text.splitlines():
         if MARKER in line:
-            counts.append(current)
-            current = 0
-        else:
-            current += 1
-    return counts
+            commands.append(current)
+            current = collections.Counter()
+        elif "<- b'" in line:
+            packet = line.split("<- b'", 1)[1]
+            current[KIND.match(packet).group(0) if KIND.match(packet) else packet[:1]] += 1
+    return commands
 
 
 def main():
@@ -77,11 +82,13 @@ def main():
         counts = packets_between(log.read_text())
     version = subprocess.run([options.gdb, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"$ .venv/bin/python benchmarks/remote.py  ({version}; {count:,} positions)")
-    print("| command | position after | seconds | packets |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| command | position after | seconds | packets | by kind |")
+    print("| --- | ---: | ---: | ---: | --- |")
     for answer, packets in zip(answers, counts, strict=False):
         error = f" ({answer['error']})" if answer["error"] else ""
-        print(f"| `{answer['command'][:60]}`{error} | {answer['position']:,} | {answer['seconds']:.3f} | {packets} |")
+        kinds = ", ".join(f"{kind} {count}" for kind, count in packets.most_common())
+        command, seconds = answer["command"][:60], answer["seconds"]
+        print(f"| `{command}`{error} | {answer['position']:,} | {seconds:.3f} | {packets.total()} | {kinds} |")
 
 
 if __name__ == "__main__":

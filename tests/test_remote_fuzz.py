@@ -17,7 +17,7 @@ import lldb_trace.api as pt
 from lldb_trace.remote import Replay, Server
 from lldb_trace.remote.packets import MAX_PACKET, PacketReader, frame
 
-COUNT = int(os.environ.get("LLDB_TRACE_FUZZ_PACKETS", "1500"))
+COUNT = int(os.environ.get("LLDB_TRACE_FUZZ_PACKETS", "3000"))
 SEED = 2026
 SEEDS = [
     b"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386", b"QStartNoAckMode", b"?", b"qC", b"qAttached",
