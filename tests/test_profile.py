@@ -231,7 +231,7 @@ def forest_rows(thread, by, first, last):
 FOREST_CASES = [
     (TRACES / "timestamps", 5683),
     (TRACES / "threads", 5674),
-    (HISTORY / "signal_handler", 18706),
+    (HISTORY / "signal_handler", 14103),
     (HISTORY / "longjmp", 16223),
     (HISTORY / "contexts", 16366),
     (HISTORY / "exceptions", 18698),

@@ -169,3 +169,31 @@ def test_ctrl_c_ends_with_a_core_where_the_trace_ends(tmp_path):
     # The thread was stepping when Ctrl-C came: the step is finished and traced, the core is just past it.
     last = truth_of(tmp_path / "b" / "trace.json", core.threads[0].tid).addresses[-1]
     assert 0 < core.threads[0].registers["rip"] - last < 16
+
+
+def test_a_signal_frame_is_kept_as_the_kernel_wrote_it(tmp_path):
+    """A handled signal: the kernel wrote the frame below the interrupted stack (the return trampoline's address,
+    the interrupted registers).  The recorder keeps it, known before the handler's first instruction: its
+    ``pretcode`` is glibc's ``__restore_rt`` (the program's symbol) and its saved rip is where the trace resumes
+    after the handler's rt_sigreturn."""
+    import lldb_trace.api as pt
+
+    binary = tmp_path / "signal_handler"
+    subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(SOURCES / "signal_handler.c")], check=True)
+    done = record_cli(tmp_path / "rec", binary, "--until", "the_end")
+    assert done.returncode == 0, done.stderr
+    thread = pt.open_bundle(tmp_path / "rec").threads[0]
+    [syscalls] = (tmp_path / "rec" / "syscalls").iterdir()
+    [frame] = [entry for entry in json.loads(syscalls.read_text()) if "signalFrame" in entry]
+    handler = frame["instruction"]
+    assert thread.locate(thread.history.pc_at(handler)).function == "on_signal"
+    rsp = thread.registers_at(handler)["rsp"]
+    data, mask = thread.read_memory_at(handler, rsp, 8 + 8 + 168 + 8)
+    assert mask == b"\xff" * len(mask)
+    with open(binary, "rb") as file:
+        restore = ELFFile(file).get_section_by_name(".symtab").get_symbol_by_name("__restore_rt")[0]["st_value"]
+    assert struct.unpack_from("<Q", data, 0)[0] == restore
+    returns = [m.index for m in thread.find(function="__restore_rt")]
+    [back] = [index for index in returns if index > handler]
+    resumed = thread.history.pc_at(back + 2)  # __restore_rt: mov $15, %rax; syscall (rt_sigreturn)
+    assert struct.unpack_from("<Q", data, 8 + 40 + 16 * 8)[0] == resumed  # uc_mcontext.gregs[REG_RIP]

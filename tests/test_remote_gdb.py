@@ -17,23 +17,17 @@ import pytest
 from support.gdb_remote import SERVE, ask, compare, gdb_version
 from support.paths import HISTORY, ROOT
 
-WITH_VALUES = ["recursion", "lines", "nodebug", "longjmp", "tailcall", "contexts", "gradebook", "exceptions"]
-SIGNAL_FRAME = (
-    "the kernel wrote the signal frame (the interrupted registers on the stack) and the recorder does not keep "
-    "those bytes: GDB cannot unwind past __restore_rt, so on_signal is its outermost frame"
-)
-KNOWN = {("signal_handler", 57): SIGNAL_FRAME, ("signal_handler", 58): SIGNAL_FRAME}
+WITH_VALUES = [
+    "recursion", "lines", "nodebug", "longjmp", "tailcall", "contexts", "gradebook", "exceptions", "signal_handler",
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", [*WITH_VALUES, "signal_handler"])
+@pytest.mark.parametrize("name", WITH_VALUES)
 def test_gdb_over_the_server_agrees_with_record_full(name, tmp_path):
     reference, answers = ask(name, tmp_path)
     result = compare(reference, answers, gdb_version())
     assert result.checked >= 30
-    known = {problem for problem in result.problems if (name, int(problem.split("step ")[1].split()[0])) in KNOWN}
-    assert not set(result.problems) - known, "\n".join(sorted(set(result.problems) - known))
-    expected_known = [key for key in KNOWN if key[0] == name]
-    assert len(known) == len(expected_known), f"known disagreements that now agree: drop them from KNOWN: {known}"
+    assert not result.problems, "\n".join(result.problems)
 
 
 def test_the_bundles_without_values_are_the_ones_said():

@@ -260,7 +260,7 @@ class Chunk:
         pins = [(state, self._pinned(number)) for number, (state, _, view) in enumerate(self.pins) if view is not None]
         for i, (_, memory, _) in self.syscalls.items():  # what a system call wrote: known from after it
             if self.active[i] and self.effects[i].kind == "syscall" and memory:
-                pins.append((i + 1, _output_reader(memory)))
+                pins.append((i + 1, spans_reader(memory)))
         self.memory = Generations(
             self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing, spans
         )
@@ -306,8 +306,9 @@ class Chunk:
         return self.memory.byte(state, byte)
 
 
-def _output_reader(memory):
-    """``byte -> value`` of the buffers ``[(address, bytes)]`` a system call wrote (None elsewhere)."""
+def spans_reader(memory):
+    """``byte -> value`` of the buffers ``[(address, bytes)]`` the kernel wrote (a system call's output, a signal
+    frame; None elsewhere)."""
 
     def read(byte):
         for address, data in memory:

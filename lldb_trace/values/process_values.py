@@ -169,6 +169,10 @@ class ProcessValues:
         for entry in entries:
             position = counted.position(entry["instruction"])
             if position is not None and position < counted.count:  # at an instruction, not after the last
+                if "signalFrame" in entry:  # what the kernel wrote before a handler's first instruction
+                    frame = [(address, bytes.fromhex(data)) for address, data in entry["signalFrame"]]
+                    found[position] = SyscallResult({}, frame, False, before=True)
+                    continue
                 memory = [(address, bytes.fromhex(data)) for address, data in entry.get("memory", ())]
                 found[position] = SyscallResult(
                     entry.get("registers", {}), memory, bool(entry.get("unknownMemory", True))

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
-from .chunk import Chunk
+from .chunk import Chunk, spans_reader
 from .emulator import Emulator
 from .machine_state import TRACKED
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
@@ -49,6 +49,7 @@ class SyscallResult:
     registers: dict
     memory: list = field(default_factory=list)  # [(address, bytes)]
     unknown_memory: bool = False
+    before: bool = False  # no system call: memory the kernel wrote before this position (a signal frame)
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,9 @@ class ThreadValues:
             pins.append((state, registers, _PagedMemory(self.end.read_memory, single=True)))
         syscalls = {}
         for position, result in self.syscalls.items():
-            if low <= position < high:
+            if low <= position < high and result.before:
+                pins.append((position - low, {}, spans_reader(result.memory)))
+            elif low <= position < high:
                 registers = _named(result.registers)
                 syscalls[position - low] = (registers, list(result.memory), result.unknown_memory)
         structure = self._structure(number)

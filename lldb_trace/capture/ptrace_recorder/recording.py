@@ -286,6 +286,7 @@ class _Tracee:
                 self._end_core(tid, sig)  # at the faulting instruction, the signal not yet delivered
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
+        interrupted_rsp = ptrace.get_regs(tid)["rsp"] if self.syscalls is not None else None
         ptrace.step(tid, sig)
         _, status = os.waitpid(tid, ptrace.WALL)
         if not os.WIFSTOPPED(status):
@@ -293,6 +294,8 @@ class _Tracee:
             return False
         recorder.signalled(self._where(tid))
         self._kept(tid, len(recorder.truth.addresses))
+        if interrupted_rsp is not None:
+            self.syscalls.signal_frame(tid, len(recorder.truth.addresses), interrupted_rsp)
         if os.WSTOPSIG(status) == signal.SIGTRAP:
             ptrace.step(tid)
             return False

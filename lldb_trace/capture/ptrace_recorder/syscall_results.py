@@ -12,7 +12,9 @@ MOST_MAPPED bytes (more, or a part that cannot be read: ``unknownMemory``).  mun
 no byte that can still be read.  clone with CLONE_VM and vfork let another task write the same memory
 untraced: ``unknownMemory``.  One file per thread (``syscalls/<tid>.json``): a list of
 ``{"instruction": N, "registers": {...}, "memory": [[address, "hex"], ...], "unknownMemory": bool}``, N
-the thread's instructions before the ``syscall`` (its ground truth's index).
+the thread's instructions before the ``syscall`` (its ground truth's index).  A signal delivered to a
+handler is the kernel writing too: ``{"instruction": N, "signalFrame": [[address, "hex"]]}`` is the stack
+it wrote, as it stands before the handler's first instruction, the N-th.
 """
 
 import errno
@@ -23,6 +25,8 @@ from . import ptrace
 
 SYSCALL = b"\x0f\x05"
 MOST_MAPPED = 1 << 20
+MOST_FRAME = 1 << 16  # a signal frame with AVX-512 state is about 3.5 KiB
+_RED_ZONE = 128  # bytes below rsp a signal frame leaves alone (the x86-64 ABI)
 _ALWAYS = ("rax", "rcx", "r11")  # what every syscall sets: its result, the return address, the flags
 _CLONE_VM, _CLONE_PARENT_SETTID, _CLONE_PIDFD = 0x100, 0x100000, 0x1000
 _MADV_DONTNEED = 4
@@ -177,6 +181,19 @@ class SyscallLog:
         memory = [] if written is None else [[address, data.hex()] for address, data in written]
         result = {"instruction": index, "registers": registers, "memory": memory, "unknownMemory": written is None}
         self.results.setdefault(tid, []).append(result)
+
+    def signal_frame(self, tid, index, interrupted_rsp):
+        """Thread ``tid`` stands at the first instruction of a signal handler, its ``index``-th: keep the stack the
+        kernel wrote below the interrupted rsp and its red zone (the return trampoline's address, ucontext,
+        siginfo, the saved vector state), as known before that instruction.  A handler on an alternate stack
+        (sigaltstack) is elsewhere: not kept."""
+        rsp = ptrace.get_regs(tid)["rsp"]
+        top = interrupted_rsp - _RED_ZONE
+        if not 0 < top - rsp <= MOST_FRAME:
+            return
+        data = self.memory.read(rsp, top - rsp)
+        if len(data) == top - rsp:
+            self.results.setdefault(tid, []).append({"instruction": index, "signalFrame": [[rsp, data.hex()]]})
 
     def files(self, tids):
         """``{tid: JSON text}`` of the threads among ``tids`` that made a syscall."""
