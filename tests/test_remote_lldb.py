@@ -7,13 +7,14 @@ set against the Python API's answers on the same bundle.
 """
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 
 import pytest
 from support.gdb_remote import program_file
-from support.paths import HISTORY, ROOT
+from support.paths import HISTORY, ROOT, TRACES
 
 import lldb_trace.api as pt
 
@@ -119,3 +120,34 @@ def test_a_watchpoint_and_reverse_continue_find_the_write(which):
     assert "stop reason = watchpoint 1" in first and at_first == 173
     assert "student->marks[student->count] = mark;" in first
     assert "stop reason = watchpoint 1" in second and at_second == 10
+
+
+@pytest.mark.parametrize("which", ["pip", "lldb-22"])
+def test_the_announced_lldb_command_loads_every_module_where_it_ran(which):
+    """LLDB takes neither the program nor the libraries from a server (it reads the dynamic linker's list from
+    memory, which a trace without a core does not hold): the command the server prints adds them."""
+    binary = LLDBS[which]
+    if binary is None:
+        pytest.skip(f"{which} is not installed")
+    crash = TRACES / "crash"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lldb_trace.cli", "serve", "--port", "0", str(crash)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        announced = [process.stderr.readline() for _ in range(3)]
+        words = shlex.split(announced[2].split("lldb: ", 1)[1])
+        words[0] = str(binary)
+        run = subprocess.run(
+            [*words, "--no-lldbinit", "-o", "image list", "-o", "quit"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    listed = run.stdout.split("image list", 2)[-1]
+    for module in pt.open_bundle(crash).processes[0].process.modules:
+        assert re.search(rf"{module.load_address:#018x} \S*/{re.escape(module.path.name)}\b", listed), listed
+    assert "stop reason = signal SIGSEGV" in run.stdout and "crash.c:8" in run.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 
@@ -34,6 +35,7 @@ def run(args) -> None:
     from .. import api
     from ..perf_data import BinarySearch
     from .connection import listen, serve_socket, serve_stdio
+    from .libraries import lldb_command
     from .replay import Replay
 
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -59,9 +61,11 @@ def run(args) -> None:
     except OSError as error:
         raise LldbTraceError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
     port = listener.getsockname()[1]
+    address = f"[{args.host}]:{port}" if ":" in args.host else f"{args.host}:{port}"
+    lldb = lldb_command(replay.process_trace.process, address)
     print(
-        f"lldb-trace serve: listening on {args.host}:{port} (gdb: target remote {args.host}:{port};"
-        f" lldb: gdb-remote {args.host}:{port})",
+        f"lldb-trace serve: listening on {address}\n  gdb:  gdb -ex {shlex.quote('target remote ' + address)}\n"
+        f"  lldb: {lldb}",
         file=sys.stderr,
         flush=True,
     )

@@ -12,6 +12,7 @@ up (the trace holds no link map): GDB only tells libraries apart by them.
 
 from __future__ import annotations
 
+import shlex
 import struct
 from xml.sax.saxutils import quoteattr
 
@@ -79,6 +80,21 @@ def auxiliary_vector(process) -> bytes:
         entries.append((AT_BASE, interpreter.load_address))
     entries.append((AT_NULL, 0))
     return b"".join(struct.pack("<QQ", key, value) for key, value in entries)
+
+
+def lldb_command(process, address: str) -> str:
+    """The shell command that starts LLDB on the program and connects it to the server at ``address``.  LLDB takes
+    no program from a server, and finds the libraries only through the dynamic linker's list in memory (runtime
+    data a trace does not hold): the command adds each library where the trace says it was loaded."""
+    if not process.modules:
+        return f"lldb -o {shlex.quote('gdb-remote ' + address)}"
+    words = ["lldb", str(process.modules[0].path)]
+    for module in process.modules[1:]:
+        info = _info(module)
+        bias = info.load_bias(module.load_address) if info else module.load_address
+        words += ["-o", f"target modules add {module.path}", "-o", f"target modules load -f {module.path} -s {bias:#x}"]
+    words += ["-o", f"gdb-remote {address}"]
+    return shlex.join(words)
 
 
 def thread_list(pid: int, tids: list[int], multiprocess: bool) -> str:
