@@ -13,6 +13,7 @@ from .paths import HISTORY, ROOT
 DRIVER = Path(__file__).with_name("gdb_remote_driver.py")
 SERVE = f"{sys.executable} -m lldb_trace.cli serve --stdio"
 NO_MORE_HISTORY = "No more reverse-execution history."
+END_OF_HISTORY = (NO_MORE_HISTORY, "Reached end of recorded history; stopping.")  # GDB 13; GDB 14 and later
 BREAKPOINT_STOP = re.compile(r"^(Temporary breakpoint|Breakpoint) \d+, ", re.MULTILINE)
 ANSWER = re.compile(r"^@@answer (.*)@@$", re.MULTILINE)
 SETTINGS = ["set pagination off", "set confirm off", "set width 0", "set remotetimeout 60"]
@@ -52,6 +53,7 @@ def ask(name, tmp_path, gdb="gdb", sequences=None):
     plan = {
         "setup": [*SETTINGS, f"target remote | {SERVE} {bundle}"],
         "sequences": reference["sequences"] if sequences is None else sequences,
+        "end": reference["instruction_count"],
     }
     plan_path = tmp_path / f"{name}-plan.json"
     plan_path.write_text(json.dumps(plan))
@@ -88,7 +90,7 @@ def compare(reference, answers, version):
                 result.problems.append(f"{label}: position {answered.position}, record full {expected['position']}")
                 continue
             messages = expected.get("messages", step.get("messages", []))
-            if (NO_MORE_HISTORY in messages) != (NO_MORE_HISTORY in answered.output):
+            if (NO_MORE_HISTORY in messages) != any(words in answered.output for words in END_OF_HISTORY):
                 result.problems.append(f"{label}: output {answered.output!r}, record full's messages {messages}")
             if bool(BREAKPOINT_STOP.search("\n".join(messages))) != bool(BREAKPOINT_STOP.search(answered.output)):
                 result.problems.append(f"{label}: breakpoint stop differs: {answered.output!r} vs {messages}")

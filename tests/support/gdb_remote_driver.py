@@ -1,11 +1,12 @@
 """Runs INSIDE GDB (gdb -batch -x gdb_remote_driver.py): GDB's own commands over `lldb-trace serve`.
 
-The plan (JSON, path in $REMOTE_PLAN) holds the bundle, the server command and a program's committed
-sequences (test_traces/history/NAME/gdb.json).  Each sequence starts at its recorded position
-(`monitor goto N`); each step runs GDB's command as a user types it (`record goto N` becomes
-`monitor goto N`), from where the step before left the thread.  Between marker lines on stdout the
-driver writes what GDB printed (its stop messages go to the terminal, not to `to_string`), the
-error GDB raised, and the position the server stands at afterwards (`monitor info`).
+The plan (JSON, path in $REMOTE_PLAN) holds the server command and a program's committed sequences
+(test_traces/history/NAME/gdb.json).  Each sequence starts at its recorded position; each step runs
+GDB's command as a user types it (`record goto N` becomes `monitor goto` next to N and one
+instruction step onto it), from where the step before left the thread.  Between marker lines on
+stdout the driver writes what GDB printed (its stop messages go to the terminal, not to
+`to_string`), the error GDB raised, and the position the server stands at afterwards (`monitor
+info`).
 """
 
 import json
@@ -33,9 +34,17 @@ def position():
     return int(found.group(1))
 
 
-def goto(target):
-    gdb.execute(f"monitor goto {target}", to_string=True)
-    gdb.execute("maint flush register-cache", to_string=True)
+def goto(target, end):
+    """Stand at ``target`` as GDB's own stop: `monitor goto` next to it, then one instruction step onto it (a
+    `monitor goto` alone leaves GDB 14 and later deciding its next step from the pc of its last stop)."""
+    if target < end:
+        gdb.execute(f"monitor goto {target + 1}", to_string=True)
+        gdb.execute("maint flush register-cache", to_string=True)
+        gdb.execute("reverse-stepi", to_string=True)
+    else:
+        gdb.execute(f"monitor goto {target - 1}", to_string=True)
+        gdb.execute("maint flush register-cache", to_string=True)
+        gdb.execute("stepi", to_string=True)
 
 
 def say(marker):
@@ -51,16 +60,16 @@ def main():
         gdb.execute(command)
     for number, sequence in enumerate(plan["sequences"]):
         run("delete")
-        goto(sequence["start"]["position"])
+        goto(sequence["start"]["position"], plan["end"])
         for step in sequence["steps"]:
             command = step["command"]
             if "skipped" in step:
                 continue  # GDB ran the live process there: the recording has no answer
             if command.startswith("record goto"):  # GDB's numbering: the server's is the trace's
-                goto(step["position"])
+                goto(step["position"], plan["end"])
                 continue
             if not command.startswith(("break ", "delete")) and position() != step["from"]:
-                goto(step["from"])
+                goto(step["from"], plan["end"])
             say(f"step {number} {step['step']} begin")
             error = run(command)
             say(f"step {number} {step['step']} end")
