@@ -7,16 +7,19 @@ Python API on the same bundle and from the module files, not from the server.
 """
 
 import re
+import socket
 import struct
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from support.paths import HISTORY, TRACES
+from support.paths import HISTORY, ROOT, TRACES
 from support.rsp_client import RspClient
 
 import lldb_trace.api as pt
 from lldb_trace.remote import libraries
-from lldb_trace.remote.packets import frame
+from lldb_trace.remote.packets import PacketReader, frame
 from lldb_trace.remote.registers import REGISTERS
 
 GRADEBOOK = HISTORY / "gradebook"
@@ -249,3 +252,30 @@ def test_each_thread_replays_its_own_history():
     assert client.ask(b"Hg%x" % worker) == b"OK"
     assert register(client, 16) == trace.thread(worker).history.pc_at(counts[worker] - 1)
     assert client.close()[0] == 0
+
+
+def test_each_client_of_a_port_starts_where_the_trace_ends():
+    """`--port` serves one client after another; a client's movements and breakpoints are its own."""
+    command = [sys.executable, "-m", "lldb_trace.cli", "serve", "--port", "0", str(GRADEBOOK)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", server.stderr.readline()).group(1))
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", port)) as connection:
+                reader = PacketReader()
+
+                def ask(payload, connection=connection, reader=reader):
+                    connection.sendall(frame(payload))
+                    while True:
+                        for event in reader.feed(connection.recv(65536)):
+                            if event.kind == "packet":
+                                connection.sendall(b"+")
+                                return event.payload
+
+                assert ask(b"?").startswith(b"T0b")  # the crash, where the trace ends
+                assert ask(b"p10") == struct.pack("<Q", 0x4016DF).hex().encode()  # the first client moved back
+                assert ask(b"Z0,4016df,1") == b"OK"
+                assert ask(b"bs").startswith(b"T05") and ask(b"D") == b"OK"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -41,7 +41,8 @@ def run(args) -> None:
     if args.port is not None and not 0 <= args.port <= 65535:
         raise LldbTraceError(f"--port {args.port} is no TCP port: give 0 to 65535")
     binaries = BinarySearch.default(args.sysroot or (), args.search_path or ())
-    replay = Replay(api.open_bundle(args.path, binaries=binaries, core=args.core))
+    trace = api.open_bundle(args.path, binaries=binaries, core=args.core)
+    replay = Replay(trace)
     for thread in replay.threads.values():  # decode now: a client waits only seconds for its first replies
         thread.history  # noqa: B018
     try:
@@ -71,6 +72,6 @@ def run(args) -> None:
     )
     with listener:
         try:
-            serve_socket(replay, listener, lambda line: print(line, file=sys.stderr, flush=True), log)
+            serve_socket(lambda: Replay(trace), listener, lambda line: print(line, file=sys.stderr, flush=True), log)
         except KeyboardInterrupt:
             print("lldb-trace serve: stopped", file=sys.stderr)

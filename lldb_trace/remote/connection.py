@@ -112,14 +112,15 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_socket(
-    replay: Replay, listener: socket.socket, announce: Callable[[str], None], log: TextIO | None = None
+    replay: Callable[[], Replay], listener: socket.socket, announce: Callable[[str], None], log: TextIO | None = None
 ) -> None:
-    """Serve one client at a time on ``listener`` until interrupted (Ctrl-C in the terminal)."""
+    """Serve one client at a time on ``listener`` until interrupted (Ctrl-C in the terminal); each client gets a
+    new ``replay()``: its threads at the end of their traces, no breakpoints."""
     while True:
         connection, peer = listener.accept()
         announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} connected")
         with connection, contextlib.suppress(OSError):
-            serve_connection(replay, functools.partial(connection.recv, 65536), connection.sendall, log)
+            serve_connection(replay(), functools.partial(connection.recv, 65536), connection.sendall, log)
         announce("lldb-trace serve: client disconnected; waiting for the next one")
 
 

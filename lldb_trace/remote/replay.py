@@ -22,6 +22,7 @@ from ..api import ThreadTrace, Trace
 from ..debugger.shown_state import ShownState, shown_state
 from ..errors import LldbTraceError
 from ..history import NO_MORE_HISTORY, HistoryError, Movement
+from ..progress import WorkInterruptedError
 from ..values.process_values import values_of
 
 SIGTRAP, SIGINT = 5, 2
@@ -72,6 +73,8 @@ class Replay:
         if not self.threads:
             raise LldbTraceError(f"{self.trace.bundle.path}: no thread of process {process_trace.pid} has a trace")
         self.process_trace = process_trace
+        for thread in self.threads.values():  # a new client finds every thread where its trace ends
+            thread.history.goto(thread.history.end)
         stopped = process_trace.stopped_tid
         self.current = stopped if stopped in self.threads else next(iter(self.threads))  # Hg: registers, memory
         self.resumed = self.current  # Hc: the thread resuming moves
@@ -116,6 +119,7 @@ class Replay:
     # -- movements ---------------------------------------------------------------------------------------
 
     def step(self, tid: int, reverse: bool) -> Stop:
+        self._not_interrupted()
         history = self.thread(tid).history
         start = history.position
         movement = history.stepi(reverse)
@@ -125,6 +129,7 @@ class Replay:
         """``vCont;r``: step forwards while the pc stays in ``low..high`` (a line), stopping as a step would, at a
         breakpoint inside the range, when the client interrupts, or after MOST_RANGE_STEPS (the protocol lets a
         range step stop early: the client sends another)."""
+        self._not_interrupted()
         history = self.thread(tid).history
         for _ in range(MOST_RANGE_STEPS):
             start = history.position
@@ -141,11 +146,17 @@ class Replay:
         return self.last_stop
 
     def continue_(self, tid: int, reverse: bool) -> Stop:
+        self._not_interrupted()
         history = self.thread(tid).history
         start = history.position
         positions, _ = self._watch_stops(tid, reverse)
         movement = history.continue_(self.breakpoints, reverse, positions)
         return self._stop(tid, start, movement, reverse)
+
+    def _not_interrupted(self) -> None:
+        """A resume the client interrupted before it began (0x03 right behind it) does not move."""
+        if self.interrupted:
+            raise WorkInterruptedError("interrupted before the thread moved")
 
     def goto(self, tid: int, position: int) -> Movement:
         return self.thread(tid).history.goto(position)
