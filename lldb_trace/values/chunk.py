@@ -26,7 +26,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from . import rules
+from . import integer_ops, rules
 from .effects import StateArea
 from .generations import Generations
 from .registers import MASK64, RIP
@@ -161,7 +161,8 @@ class Chunk:
             regs, stores = rules.forward(effect, before, lambda access: self.loaded.get((i, access)))
         elif effect.kind == "generic":
             loads = {k: self.loaded[(i, k)] for k in range(len(effect.accesses)) if (i, k) in self.loaded}
-            regs, stores = self.emulator.run(effect, before, loads) or ({}, {})
+            computed = integer_ops.compute(effect, before, loads)
+            regs, stores = computed if computed is not None else self.emulator.run(effect, before, loads) or ({}, {})
         elif effect.kind == "syscall":
             regs, _ = rules.forward(effect, before, None)
             if i in self.syscalls:  # recorded: what it does not list it left as it was

@@ -15,7 +15,7 @@ _INC_DEC_FLAGS = 0x8D4  # inc and dec leave CF alone
 _INVERSES = {"add": lambda r, b: r - b, "sub": lambda r, b: r + b, "xor": lambda r, b: r ^ b}
 
 
-def _write(operand, get, value, regs, stores):
+def write_operand(operand, get, value, regs, stores):
     """Record ``value`` written to a register or memory operand."""
     if value is None:
         return
@@ -33,14 +33,14 @@ def forward(effect, get, load):
     regs, stores = {}, {}
     kind, ops = effect.kind, effect.operands
     if kind == "mov":
-        _write(ops[0], get, operand_value(ops[1], get, load), regs, stores)
+        write_operand(ops[0], get, operand_value(ops[1], get, load), regs, stores)
     elif kind == "movx":
         value = operand_value(ops[1], get, load)
         if value is not None and effect.signed:
             value = sign_extend(value, ops[1].width) & ((1 << ops[0].width) - 1)
-        _write(ops[0], get, value, regs, stores)
+        write_operand(ops[0], get, value, regs, stores)
     elif kind == "lea":
-        _write(ops[0], get, ops[1].ref.address(get), regs, stores)
+        write_operand(ops[0], get, ops[1].ref.address(get), regs, stores)
     elif kind == "alu":
         _alu_forward(effect, get, load, regs, stores)
     elif kind == "unary":
@@ -79,7 +79,7 @@ def forward(effect, get, load):
                 regs[target] = get(source)
     elif kind == "lanes":
         for destination, source in zip(ops[::2], ops[1::2], strict=True):
-            _write(destination, get, operand_value(source, get, load), regs, stores)
+            write_operand(destination, get, operand_value(source, get, load), regs, stores)
         regs.update(dict.fromkeys(effect.zeroed, 0))
     elif kind == "syscall":
         regs[2] = effect.next_address  # rcx: where sysret returns
@@ -107,7 +107,7 @@ def _alu_forward(effect, get, load, regs, stores):
     width = destination.width
     result, flags = alu(op, a, b & ((1 << width) - 1), width)
     if op not in ("cmp", "test"):
-        _write(destination, get, result, regs, stores)
+        write_operand(destination, get, result, regs, stores)
     flags = new_flags(get(RFLAGS), flags)
     if flags is not None:
         regs[RFLAGS] = flags
@@ -119,10 +119,10 @@ def _unary_forward(effect, get, load, regs, stores):
     if a is None:
         return
     if op == "not":
-        _write(operand, get, ~a & ((1 << width) - 1), regs, stores)
+        write_operand(operand, get, ~a & ((1 << width) - 1), regs, stores)
         return
     result, flags = alu({"inc": "add", "dec": "sub"}.get(op, "neg"), *((0, a) if op == "neg" else (a, 1)), width)
-    _write(operand, get, result, regs, stores)
+    write_operand(operand, get, result, regs, stores)
     flags = new_flags(get(RFLAGS), flags, _INC_DEC_FLAGS if op != "neg" else 0x8D5)
     if flags is not None:
         regs[RFLAGS] = flags
