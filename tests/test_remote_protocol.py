@@ -279,3 +279,27 @@ def test_each_client_of_a_port_starts_where_the_trace_ends():
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path):
+    busy = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = busy.getsockname()[1]
+        bad_json = tmp_path / "bad.json"
+        bad_json.write_text("garbage")
+        cases = [
+            (["--stdio", str(tmp_path / "none")], "no such bundle file"),
+            (["--port", "99999", str(GRADEBOOK)], "--port 99999 is no TCP port"),
+            (["--port", str(port), str(GRADEBOOK)], f"cannot listen on 127.0.0.1:{port}: Address already in use"),
+            (["--stdio", "--log", str(tmp_path / "no" / "x.log"), str(GRADEBOOK)], "cannot write the log"),
+            (["--stdio", str(bad_json)], "invalid JSON"),
+        ]
+        for arguments, says in cases:
+            done = subprocess.run(
+                [sys.executable, "-m", "lldb_trace.cli", "serve", *arguments],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=ROOT,
+            )  # fmt: skip
+            assert done.returncode == 1 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+            assert done.stderr.count("\n") == 1 and not done.stdout
+    finally:
+        busy.close()

@@ -60,7 +60,8 @@ def run(args) -> None:
     try:
         listener = listen(args.host, args.port)
     except OSError as error:
-        raise LldbTraceError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
+        reason = (error.strerror or str(error)).split(" (while attempting")[0]  # Python adds the address again
+        raise LldbTraceError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
     port = listener.getsockname()[1]
     address = f"[{args.host}]:{port}" if ":" in args.host else f"{args.host}:{port}"
     lldb = lldb_command(replay.process_trace.process, address)
