@@ -5,8 +5,10 @@ from __future__ import annotations
 import shlex
 import signal
 import sys
+from dataclasses import replace
 
 from ..errors import LldbTraceError
+from ..option_table import CORE, SEARCH_PATH, SYSROOT, add_arguments
 
 LOCALHOST = "127.0.0.1"
 
@@ -24,9 +26,7 @@ def add_serve_parser(commands) -> None:
     where.add_argument("--port", type=int, metavar="N", help="listen on TCP port N (0: any free port)")
     where.add_argument("--stdio", action="store_true", help="speak on stdin/stdout ('target remote | ...')")
     serve.add_argument("--host", default=LOCALHOST, help=f"address to listen on (default {LOCALHOST})")
-    serve.add_argument("-s", "--search-path", action="append", metavar="DIR", help="a perf.data's binaries' folder")
-    serve.add_argument("-R", "--sysroot", action="append", metavar="DIR", help="a root for a perf.data's binaries")
-    serve.add_argument("-c", "--core", metavar="CORE", help="a core file of the process where its trace ends")
+    add_arguments(serve, (SEARCH_PATH, replace(SYSROOT, short="R"), CORE))  # as lldb-trace dump and trace load
     serve.add_argument("--log", metavar="FILE", help="write each packet, its replies and its time to FILE")
     serve.set_defaults(run=run)
 

@@ -29,6 +29,12 @@ def _info(module) -> ElfInfo | None:
         return None
 
 
+def _bias(module) -> int:
+    """Where the module ran less its file addresses (its load address where the file cannot be read)."""
+    info = _info(module)
+    return info.load_bias(module.load_address) if info else module.load_address
+
+
 def exec_file(process) -> str:
     """The program's path as it ran ("" when the trace names no module)."""
     return process.modules[0].system_path if process.modules else ""
@@ -51,8 +57,7 @@ def svr4_library_list(process) -> str:
     """The ``library-list-svr4`` document of every module but the program."""
     lines = ['<library-list-svr4 version="1.0">']
     for number, module in enumerate(process.modules[1:], start=1):
-        info = _info(module)
-        bias = info.load_bias(module.load_address) if info else module.load_address
+        info, bias = _info(module), _bias(module)
         dynamic = bias + info.dynamic_vaddr if info and info.dynamic_vaddr is not None else 0
         lines.append(
             f'  <library name={quoteattr(module.system_path)} lm="{_LINK_MAP_BASE * number:#x}"'
@@ -90,9 +95,8 @@ def lldb_command(process, address: str) -> str:
         return f"lldb -o {shlex.quote('gdb-remote ' + address)}"
     words = ["lldb", str(process.modules[0].path)]
     for module in process.modules[1:]:
-        info = _info(module)
-        bias = info.load_bias(module.load_address) if info else module.load_address
-        words += ["-o", f"target modules add {module.path}", "-o", f"target modules load -f {module.path} -s {bias:#x}"]
+        load = f"target modules load -f {module.path} -s {_bias(module):#x}"
+        words += ["-o", f"target modules add {module.path}", "-o", load]
     words += ["-o", f"gdb-remote {address}"]
     return shlex.join(words)
 

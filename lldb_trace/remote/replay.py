@@ -61,6 +61,7 @@ class Replay:
     watchpoints: list[Watchpoint] = field(default_factory=list)
     interrupted: bool = False  # the client sent Ctrl-C: long work stops
     _watched: tuple = (None, None)  # the last _watch_stops answer and what it was for
+    _shown: tuple = (None, None)  # ((tid, position), ShownState) last shown
 
     def __post_init__(self) -> None:
         if not self.trace.processes:
@@ -108,9 +109,14 @@ class Replay:
     # -- what a thread shows ---------------------------------------------------------------------------
 
     def state(self, tid: int | None = None) -> ShownState:
+        """What the thread shows at its position, made once per position: a stop costs a client dozens of g, p
+        and m packets."""
         tid = self.current if tid is None else tid
         history = self.thread(tid).history
-        return shown_state(self.process_trace, tid, history, history.pc, unwinding=False)
+        key = (tid, history.position)
+        if self._shown[0] != key:
+            self._shown = (key, shown_state(self.process_trace, tid, history, history.pc, unwinding=False))
+        return self._shown[1]
 
     def read_memory(self, address: int, size: int, tid: int | None = None) -> bytes:
         """The known bytes from ``address`` on at the thread's position (fewer than ``size`` where one is not)."""
