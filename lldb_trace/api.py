@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import history, subscribe
+from .decode.workers import worker_count
 from .errors import LldbTraceError
 from .history import queries
 from .process_trace import ProcessTrace, UnknownThreadError
@@ -221,16 +222,19 @@ def open_bundle(
     disassembly_flavor: str = "att",
     binaries: BinarySearch | None = None,
     core: str | Path | None = None,
+    workers: int | str | None = None,
 ) -> Trace:
     """Load a bundle (file or folder) or a perf.data outside LLDB; errors are one-line LldbTraceErrors.
 
     Addresses are described from the modules' ELF and DWARF, disassembly in
     ``disassembly_flavor`` ("att" or "intel"); ``binaries`` (a perf_data.BinarySearch)
     says where else a perf.data's binaries may be; ``core`` is a core file of a traced
-    process where its trace ends (it replaces a bundle's ``coreFile``), checked against the trace.
+    process where its trace ends (it replaces a bundle's ``coreFile``), checked against the trace; ``workers``
+    is how many processes decode a large trace (default: ``LLDB_TRACE_WORKERS``, else every core).
     """
+    count = worker_count(workers)  # a bad count is refused before anything is loaded
     bundle = load_trace(path, binaries, core)
-    processes = [ProcessTrace(bundle, process) for process in bundle.processes]
+    processes = [ProcessTrace(bundle, process, workers=count) for process in bundle.processes]
     symbolizers = [ElfSymbolizer(p.process.modules, p.module_bytes, disassembly_flavor) for p in processes]
     return Trace(bundle, processes, symbolizers)
 

@@ -16,6 +16,7 @@ from .option_table import (
     DUMP_OPTIONS,
     SEARCH_PATH,
     SYSROOT,
+    WORKERS,
     Option,
     add_arguments,
     given_arguments,
@@ -75,7 +76,7 @@ def _dump(args):
     from .perf_data import BinarySearch
 
     binaries = BinarySearch.default(args.sysroot or (), args.search_path or ())
-    trace = api.open_bundle(args.bundle, args.flavor, binaries)
+    trace = api.open_bundle(args.bundle, args.flavor, binaries, workers=args.workers)
     if not trace.processes:
         raise LldbTraceError(f"{trace.bundle.path} holds no process (only a kernel): there is no thread to dump")
     process_trace = trace.thread(args.tid[0]).process_trace if args.tid else trace.processes[0]
@@ -229,7 +230,7 @@ def _dump_parser(commands):
         " thread is the one 'trace load' selects: the one a signal stopped, else the main thread.",
     )
     dump.add_argument("bundle", metavar="BUNDLE", help="a bundle's JSON file, a folder holding trace.json, a perf.data")
-    add_arguments(dump, (*DUMP_OPTIONS, SEARCH_PATH, replace(SYSROOT, short="R"), FLAVOR))  # -r is --raw here
+    add_arguments(dump, (*DUMP_OPTIONS, SEARCH_PATH, replace(SYSROOT, short="R"), FLAVOR, WORKERS))  # -r is --raw here
     dump.set_defaults(run=_dump)
 
 

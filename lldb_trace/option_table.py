@@ -57,6 +57,10 @@ CORE = Option(
     "c", "core", "A core file of the traced process where its trace ends (for a perf.data, or to replace a bundle's"
     " coreFile); checked against the trace.", value="Filename",
 )  # fmt: skip
+WORKERS = Option(  # read by decode/workers.py, whose error names a bad count
+    "", "workers", "Decode a large trace with this many processes (default: LLDB_TRACE_WORKERS, else every core).",
+    value="Count",
+)  # fmt: skip
 BUNDLE_FORMATS = (("json", "a trace bundle (default)"), ("perf", "a perf.data file"))  # what 'pt save' writes
 
 # The dumps (pt dump, lldb-trace dump); what each shows, and what its options mean, is views/options.py's.

@@ -15,7 +15,6 @@ Views, analyses and histories take one of its threads as a TracedThread
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from .decode.decoded_thread import DecodedThread
 from .decode.decoder_cpu import decoder_cpu
 from .decode.process_code import process_code
 from .decode.tail import TraceTail
+from .decode.workers import worker_count
 from .errors import LldbTraceError
 from .sources import AuxStreamSource, FileSource, PerCpuSource, TraceBytes, TraceSource
 
@@ -71,7 +71,7 @@ class ProcessTrace:
         self.bundle = bundle
         self.process = process
         self.source: TraceSource = source or _bundle_source(bundle, process, self.tids)
-        self.workers = workers or min(os.cpu_count() or 1, 4)
+        self.workers = worker_count(workers)
         self.tail_first_bytes = TAIL_FIRST_BYTES if tail_first_bytes is None else tail_first_bytes
         malloc_tuning.return_freed_memory()  # decoded arrays of tens of MB come and go
         self.code = process_code(process.modules)  # shared with the processes that load the same modules

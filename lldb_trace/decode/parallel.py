@@ -3,8 +3,10 @@
 The trace is cut at PSBs into one piece per CPU core.  Each piece is decoded
 by its own libipt decoder in a forked child process (the per-block work is
 Python, so threads would serialize on the GIL), and the parent decodes the
-first piece itself.  A child that dies, even from a crash inside libipt on a
-corrupt trace, costs a gap item, never the debugger.
+first piece itself.  A child sends its piece back as raw columns read straight
+into their final arrays (part_transfer.py), so each piece exists once.  A
+child that dies, even from a crash inside libipt on a corrupt trace, costs a
+gap item, never the debugger.
 
 Cutting a trace at a PSB is where LLDB's own decoder goes wrong (a spurious
 end-of-stream error when the PSB precedes a branch; a doubled instruction
@@ -16,15 +18,15 @@ its end can be a truncated file's (a packet cut short).
 """
 
 import contextlib
+import json
 import os
-import pickle
 import signal
-import struct
 
 from .. import libipt, progress
 from ..libipt import LibiptError, StatusFlag
 from .decode_loop import decode_part
 from .decoded_thread import DecodedPart
+from .part_transfer import PartTransferError, read_part, write_part
 
 PIECE_MIN_BYTES = 64 * 1024  # smaller traces decode in one pass: forking costs more than it saves
 CHILD_CRASHED = -1000  # the gap code for a piece whose decoder process died
@@ -151,10 +153,9 @@ class _PieceDecoder:
             try:
                 progress.use(None)  # only the parent may talk to the debugger
                 os.close(read_end)
-                data = pickle.dumps(self.decode(job), pickle.HIGHEST_PROTOCOL)
+                part = self.decode(job)
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(struct.pack("<Q", len(data)))
-                    out.write(data)
+                    write_part(part, out)
                 status = 0
             finally:
                 os._exit(status)
@@ -167,11 +168,14 @@ class _PieceDecoder:
             return self.decode(job)
         pid, read_end = child
         with os.fdopen(read_end, "rb") as pipe:
-            data = pipe.read()
+            try:
+                received = read_part(pipe)
+            except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
+                received = None
         with contextlib.suppress(ChildProcessError):  # if someone else reaped it, the data tells
             os.waitpid(pid, 0)
-        if len(data) >= 8 and len(data) - 8 == struct.unpack_from("<Q", data)[0]:
-            return pickle.loads(data[8:])
+        if received is not None:
+            return received
         part = DecodedPart(job[0])
         part.add_gap(CHILD_CRASHED, f"the decoder died on trace bytes {job[0]}..{job[1]}", 0)
         part.finish()

@@ -1,0 +1,92 @@
+"""A DecodedPart sent from a decoding child process to its parent as raw columns, not pickled.
+
+A pickled part is built whole in the child, read whole into one bytes object
+by the parent and unpickled into a second copy: two copies of every piece at
+once.  Here the child writes a small JSON header (the part's scalars, its
+cut, the gaps' texts, and each column's type code and length) and then each
+column's raw bytes; the parent allocates each column at its final size and
+reads the pipe straight into it, so a piece exists once in the parent.
+"""
+
+import json
+import struct
+from array import array
+
+from ..libipt import PacketType
+from .decoded_thread import DecodedPart
+from .gap_table import GapTable
+from .truncation import Cut
+
+_LENGTH = struct.Struct("<Q")
+_SCALARS = (int, float, str, bool, type(None))
+
+
+class PartTransferError(Exception):
+    """The stream ended early or does not describe a part (the child died while writing)."""
+
+
+def write_part(part, out):
+    """Write ``part`` to the binary file ``out``."""
+    header, columns = _describe(part)
+    text = json.dumps(header).encode()
+    out.write(_LENGTH.pack(len(text)))
+    out.write(text)
+    for column in columns:
+        out.write(memoryview(column).cast("B"))
+
+
+def read_part(stream):
+    """The DecodedPart that write_part wrote to ``stream``; raises PartTransferError if it is incomplete."""
+    (length,) = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))
+    header = json.loads(_read_exactly(stream, length))
+    part = DecodedPart.__new__(DecodedPart)
+    gaps = GapTable.__new__(GapTable)
+    for owner, name, typecode, count in header["columns"]:
+        column = array(typecode, [0]) * count  # its final size, filled from the stream below
+        _read_into(stream, memoryview(column).cast("B"))
+        setattr(part if owner == "part" else gaps, name, column)
+    vars(part).update(header["part"])
+    vars(gaps).update(header["gaps"])
+    gaps._text_ids = {text: k for k, text in enumerate(gaps._text_table)}
+    part.gaps = gaps
+    cut = header["truncation"]
+    if cut is not None and cut["packet"] is not None:
+        cut["packet"] = PacketType(cut["packet"])
+    part.truncation = None if cut is None else Cut(**cut)
+    return part
+
+
+def _describe(part):
+    """``(header, columns)``: the part's scalars and column descriptions, and the columns in that order."""
+    header = {"part": {}, "gaps": {}, "columns": [], "truncation": None}
+    columns = []
+    for owner, fields in (("part", vars(part)), ("gaps", vars(part.gaps))):
+        for name, value in fields.items():
+            if isinstance(value, array):
+                header["columns"].append((owner, name, value.typecode, len(value)))
+                columns.append(value)
+            elif name == "_text_table":
+                header["gaps"][name] = value
+            elif isinstance(value, _SCALARS) and name != "truncation":
+                header[owner][name] = value
+    if part.truncation is not None:
+        cut = part.truncation
+        packet = None if cut.packet is None else int(cut.packet)
+        header["truncation"] = {"offset": cut.offset, "packet": packet, "present": cut.present, "size": cut.size}
+    return header, columns
+
+
+def _read_exactly(stream, size):
+    data = stream.read(size)
+    if len(data) != size:
+        raise PartTransferError(f"the stream ended after {len(data)} of {size} bytes")
+    return data
+
+
+def _read_into(stream, view):
+    done = 0
+    while done < len(view):
+        got = stream.readinto(view[done:])
+        if not got:
+            raise PartTransferError(f"the stream ended after {done} of {len(view)} bytes")
+        done += got
