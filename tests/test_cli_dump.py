@@ -55,10 +55,10 @@ def opened_once(monkeypatch, opened):
     """Each bundle opened once for all the command lines of this module: reading libc's symbols takes seconds."""
     open_bundle = api.open_bundle
 
-    def open_once(path, disassembly_flavor="att", binaries=None):
+    def open_once(path, disassembly_flavor="att", binaries=None, workers=None):
         key = (str(path), disassembly_flavor)
         if key not in opened:
-            opened[key] = open_bundle(path, disassembly_flavor, binaries)
+            opened[key] = open_bundle(path, disassembly_flavor, binaries, workers=workers)
         return opened[key]
 
     monkeypatch.setattr(api, "open_bundle", open_once)
@@ -141,7 +141,8 @@ def test_the_command_line_takes_the_options_of_pt_dump(session):
     options = [action for action in commands.choices["dump"]._actions if action.option_strings]
     on_command_line = {action.option_strings[-1][2:]: action for action in options}
     assert set(in_lldb) - set(on_command_line) == {"continue", "file"}  # Enter, and LLDB's output
-    assert set(on_command_line) - set(in_lldb) == {"search-path", "sysroot", "flavor"}  # pt load's; LLDB's setting
+    # pt load's; LLDB's setting; the environment's LLDB_TRACE_WORKERS inside LLDB
+    assert set(on_command_line) - set(in_lldb) == {"search-path", "sysroot", "flavor", "workers"}
     for long, action in on_command_line.items():
         if long in in_lldb and long != "help":
             assert action.option_strings == [f"-{in_lldb[long]}", f"--{long}"]

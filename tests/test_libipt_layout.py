@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from lldb_trace.decode import compiled_loop
 from lldb_trace.libipt import structs
 
 HEADER = "/usr/include/intel-pt.h"
@@ -21,7 +22,8 @@ int main(void) {
   O(pt_config, cpu) O(pt_config, errata) O(pt_config, cpuid_0x15_eax) O(pt_config, cpuid_0x15_ebx)
   O(pt_config, mtc_freq) O(pt_config, nom_freq) O(pt_config, flags) O(pt_config, addr_filter)
   O(pt_packet, payload) O(pt_event, tsc) O(pt_event, lost_mtc) O(pt_event, lost_cyc) O(pt_event, variant)
-  O(pt_block, ninsn) O(pt_block, raw) O(pt_block, size) O(pt_insn, raw) O(pt_insn, size)
+  O(pt_block, end_ip) O(pt_block, iclass) O(pt_block, ninsn) O(pt_block, raw) O(pt_block, size)
+  O(pt_insn, raw) O(pt_insn, size)
   O(pt_asid, cr3) O(pt_asid, vmcs)
   /* bit-field bytes: set each flag in a zeroed struct and report where it landed */
   { struct pt_block b = {0}; b.truncated = 1; unsigned char *p = (void *)&b;
@@ -76,3 +78,14 @@ def test_flag_bytes(layout):
     assert layout[("flagbyte", "pt_block")] == (structs.pt_block.flags.offset, 2)
     assert layout[("flagbyte", "pt_insn")] == (structs.pt_insn.flags.offset, 2)
     assert layout[("flagbyte", "pt_event")] == (structs.pt_event.flags.offset, 4)
+
+
+def test_the_compiled_decode_loop_reads_pt_block_where_intel_pt_h_puts_it(layout):
+    """block_loop.c declares struct pt_block itself (it is built without libipt's header)."""
+    path = compiled_loop.library_path()
+    if path is None:
+        pytest.skip("the compiled decode loop was not built (no C compiler at install)")
+    facts = (ctypes.c_uint64 * 8)()
+    ctypes.CDLL(str(path)).lt_layout(facts)
+    offsets = [layout[("offsetof", f"pt_block.{field}")][0] for field in ("end_ip", "iclass", "ninsn")]
+    assert list(facts[1:6]) == [layout[("sizeof", "pt_block")][0], *offsets, layout[("flagbyte", "pt_block")][0]]

@@ -1,19 +1,22 @@
 """The decode loop: libipt's block decoder over one thread's trace, into a DecodedThread.
 
-The loop is the hot path of the whole plugin (millions of blocks), so it does
-as little Python per block as possible: one ctypes call, and a copy of the raw
-``pt_block`` into a byte buffer.  The buffer is added to the block sequence in
-batches (and before every event, so events and gaps land at the right item
-index).  Errors become gap items and decoding resumes at the next PSB, as
-libipt allows, so one bad packet costs one gap, not the rest of the trace.
-A trace file that ends inside a packet ends with a gap that says it was
-truncated (truncation.py).
+The loop is the hot path of the whole plugin (millions of blocks).  Where the
+package was built with a C compiler, block_loop.c runs it (compiled_loop.py):
+libipt's pt_blk_next and the row lookup per block, all in C.  Otherwise a
+Python loop does as little per block as it can: one ctypes call, and a copy of
+the raw ``pt_block`` into a byte buffer added to the storage in batches.  Both
+stop before every event, so events and gaps land at the right item index, and
+give the same storage.  Errors become gap items and decoding resumes at the
+next PSB, as libipt allows, so one bad packet costs one gap, not the rest of
+the trace.  A trace file that ends inside a packet ends with a gap that says
+it was truncated (truncation.py).
 """
 
 from .. import libipt, progress
 from ..libipt import ErrorCode, EventType, LibiptError, StatusFlag
 from ..libipt.config import BLOCK_ENABLE_TICK_EVENTS, BLOCK_END_ON_CALL
-from .decoded_thread import DecodedPart
+from . import compiled_loop
+from .decoded_thread import CHECKPOINT_SPACING, FOLLOWED_CLASSES, DecodedPart
 from .truncation import find_cut
 
 DECODER_FLAGS = BLOCK_ENABLE_TICK_EVENTS | BLOCK_END_ON_CALL  # timestamps as events; calls end blocks
@@ -38,7 +41,13 @@ def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, fi
     part = DecodedPart(offset_base)
     config = libipt.Config(trace, cpu, flags=DECODER_FLAGS)
     with libipt.BlockDecoder(config, image) as decoder:
-        _decode_all(decoder, part, task or progress.QUIET, offset_base)
+        if compiled_loop.unavailable_reason() is None:
+            blocks = compiled_loop.CompiledLoop(decoder, part, len(_BATCH), CHECKPOINT_SPACING, FOLLOWED_CLASSES)
+            part.decode_loop = "compiled"
+        else:
+            blocks = _PythonLoop(decoder, part)
+            part.decode_loop = "python"
+        _decode_all(decoder, part, blocks, task or progress.QUIET, offset_base)
     cut = find_cut(trace) if file_end else None
     if cut is not None:
         part.end_truncated(cut, expander)
@@ -47,37 +56,57 @@ def decode_part(trace, cpu, image, expander=None, offset_base=0, finish=True, fi
     return part
 
 
-def _decode_all(decoder, decoded, task, offset_base):
+def _decode_all(decoder, decoded, blocks, task, offset_base):
+    """Decode with ``blocks`` (a loop over pt_blk_next) until the trace ends; errors, events and syncs here."""
     status = _sync(decoder, decoded)
-    next_block = decoder.unchecked_next()
-    block = decoder.raw_item
-    block_bytes = memoryview(block).cast("B")
-    pending = bytearray()
-    stalled_at = None
     while status is not None:
-        for _ in _BATCH:
-            if status & _PENDING or status < 0:
-                break
-            status = next_block()
-            pending += block_bytes
-        decoded.add_raw_blocks(pending)
-        pending.clear()
+        status = blocks.run(status)
         task.at(offset_base + decoder.offset)
+        if blocks.stalled:
+            text = "the code runs on without branches: no further trace to read"
+            decoded.add_gap(_STALLED, text, decoder.offset)
+            return
         if status < 0:
             if status == _EOS:
                 return
             error = LibiptError(status, "pt_blk_next")
-            missing_ip = block.ip if error.code == ErrorCode.NOMAP else None
+            missing_ip = decoder.raw_item.ip if error.code == ErrorCode.NOMAP else None
             decoded.add_gap(error.code, error.text, decoder.offset, missing_ip)
             status = _sync(decoder, decoded)
         elif status & _PENDING:
             status = _take_events(decoder, decoded, status)
-        else:  # a full batch: make sure the decoder still reads trace (a branchless loop never needs any)
-            offset = decoder.offset
-            if offset == stalled_at:
-                decoded.add_gap(_STALLED, "the code runs on without branches: no further trace to read", offset)
-                return
-            stalled_at = offset
+
+
+class _PythonLoop:
+    """pt_blk_next through ctypes, a batch of blocks at a time: the loop where block_loop.c was not built.
+
+    ``run(status)`` returns at a pending event, an error or after a whole batch,
+    then adds the batch's blocks to the part; ``stalled`` is set when a whole
+    batch read no trace (a branchless loop never needs any: it would never end).
+    """
+
+    def __init__(self, decoder, part):
+        self.decoder, self.part = decoder, part
+        self._next = decoder.unchecked_next()
+        self._block = memoryview(decoder.raw_item).cast("B")
+        self._pending = bytearray()
+        self._offset = None  # the decoder's offset after the last whole batch
+        self.stalled = False
+
+    def run(self, status):
+        next_block, block, pending = self._next, self._block, self._pending
+        for _ in _BATCH:
+            if status & _PENDING or status < 0:
+                break
+            status = next_block()
+            pending += block
+        self.part.add_raw_blocks(pending)
+        pending.clear()
+        if status >= 0 and not status & _PENDING:  # a whole batch: make sure the decoder still reads trace
+            offset = self.decoder.offset
+            self.stalled = offset == self._offset
+            self._offset = offset
+        return status
 
 
 def _take_events(decoder, decoded, status):

@@ -22,7 +22,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from ..libipt import ErrorCode, EventType, InsnClass
+from ..libipt import EventType, InsnClass
+from . import part_ends
 from .gap_table import Gap, GapTable
 
 CHECKPOINT_SPACING = 64
@@ -51,7 +52,7 @@ class DecodedPart:
         self.trace_offset = trace_offset  # where this part's bytes start in the thread's whole trace
         self.block_ips = array("Q")  # per row: the block's first address (a gap's number)
         self.block_sizes = array("H")  # per row: the block's instruction count (0: a gap)
-        self._block_ids = {}  # ip << 16 | size -> row, while decoding
+        self._block_ids = None  # ip << 16 | size -> row, made when the Python loop adds blocks (see _row_ids)
         self.row_classes = array("B")  # per row: InsnClass of its last instruction if FOLLOWED_CLASSES has it, else 0
         self.block_sequence = array("H")  # the trace: one row number per block or gap, in the order they ran
         self.checkpoints = array("Q")  # item index of ordinal k * CHECKPOINT_SPACING
@@ -64,8 +65,9 @@ class DecodedPart:
         self.item_count = 0
         self.instruction_count = 0
         self.end_ip = None
-        self._last_end = None  # the last instruction's address
+        self.last_instruction = None  # the last instruction's address
         self.truncation = None  # a truncation.Cut when the trace file ends inside a packet
+        self.decode_loop = None  # which loop decoded the blocks: "compiled" (block_loop.c) or "python"
 
     # -- size -------------------------------------------------------------------------
 
@@ -96,7 +98,8 @@ class DecodedPart:
         """Append libipt ``pt_block`` structs (48 bytes each, back to back); empty blocks are skipped."""
         words = array("Q", raw)  # a bytes-like initializer is read with frombytes: no copy through bytes()
         halves = array("H", raw)
-        ids, get = self._block_ids, self._block_ids.get
+        ids = self._row_ids()
+        get = ids.get
         sequence_append, checkpoints_append = self.block_sequence.append, self.checkpoints.append
         items = self.item_count
         ordinal = len(self.block_sequence)
@@ -118,22 +121,49 @@ class DecodedPart:
         self.instruction_count += items - self.item_count
         self.item_count = items
         if last_end is not None:
-            self.end_ip = self._last_end = last_end
+            self.end_ip = self.last_instruction = last_end
+
+    def add_rows_and_blocks(self, rows, sequence, checkpoints, items, last_end):
+        """Append what one call of the compiled loop decoded (compiled_loop.py), as numpy arrays.
+
+        ``rows`` are the new rows' ``(ips, sizes, classes)``, ``sequence`` the blocks' rows (uint32), then the
+        new checkpoints, the item count reached and the last block's ``end_ip`` (None: no block).
+        """
+        for column, new in zip((self.block_ips, self.block_sizes, self.row_classes), rows, strict=True):
+            column.frombytes(memoryview(new).cast("B"))  # frombytes takes numpy's memory as plain bytes only
+        self._fit_sequence()
+        self.block_sequence.frombytes(memoryview(sequence.astype(self.block_sequence.typecode)).cast("B"))
+        self.checkpoints.frombytes(memoryview(checkpoints).cast("B"))
+        self.instruction_count += items - self.item_count
+        self.item_count = items
+        if last_end is not None:
+            self.end_ip = self.last_instruction = last_end
+
+    def _row_ids(self):
+        """The rows of blocks by ``ip << 16 | size``, made from the table the first time (a gap's row has none)."""
+        if self._block_ids is None:
+            rows = zip(self.block_ips, self.block_sizes, strict=True)
+            self._block_ids = {ip << 16 | size: row for row, (ip, size) in enumerate(rows) if size}
+        return self._block_ids
 
     def _new_row(self, ip, size, iclass):
         row = len(self.block_ips)
-        if row == 0xFFFF and self.block_sequence.typecode == "H":
-            self.block_sequence = array("I", self.block_sequence)  # more rows than 2-byte ids can name
         self.block_ips.append(ip)
         self.block_sizes.append(size)
         self.row_classes.append(iclass if iclass in FOLLOWED_CLASSES else 0)
+        self._fit_sequence()
         return row
+
+    def _fit_sequence(self):
+        if len(self.block_ips) > 0xFFFF and self.block_sequence.typecode == "H":
+            self.block_sequence = array("I", self.block_sequence)  # more rows than 2-byte ids can name
 
     def add_gap(self, code, text, offset, missing_ip=None):
         if not len(self.block_sequence) % CHECKPOINT_SPACING:
             self.checkpoints.append(self.item_count)
         self.block_sequence.append(self._new_row(len(self.gaps), 0, 0))
-        self.gaps.append(Gap(self.item_count, code, text, self.trace_offset + offset, self._last_end, missing_ip))
+        where = self.trace_offset + offset
+        self.gaps.append(Gap(self.item_count, code, text, where, self.last_instruction, missing_ip))
         self.item_count += 1
         if missing_ip:
             self.end_ip = missing_ip  # the thread went on into code the image lacks
@@ -155,78 +185,15 @@ class DecodedPart:
         self.tsc_values.append(tsc)
 
     def trim_overrun(self, resume_ip, expander):
-        """Drop the instructions decoded past the end of this piece of the trace.
-
-        A piece ends where the next one's PSB starts.  Cut off there, libipt
-        still walks on from the last packet until it needs the next one; that
-        straight-line run belongs to the next piece, which resumes at
-        ``resume_ip`` (the PSB's FUP).  The run is the trailing blocks joined
-        by instructions that need no trace (fall-throughs, direct calls and
-        jumps); it is cut at the first ``resume_ip`` in it.  A run with an
-        event after it did not overrun.
-        """
-        chain = self._trailing_chain(expander)
-        addresses = [a for block in chain for a in expander.addresses(self.block_ips[block], self.block_sizes[block])]
-        if resume_ip not in addresses:
-            return
-        keep = addresses.index(resume_ip)
-        for _ in chain:
-            self._pop_block()
-        for block in chain:
-            ip, size = self.block_ips[block], self.block_sizes[block]
-            if keep >= size:
-                end_ip = expander.addresses(ip, size)[-1]
-                self.add_raw_blocks(_raw_block(ip, end_ip, size, self.row_classes[block] or InsnClass.OTHER))
-            elif keep:
-                self.add_raw_blocks(_raw_block(ip, addresses[keep - 1], keep, InsnClass.OTHER))
-            keep -= min(keep, size)
-        self.end_ip = self._last_end = self._last_instruction_ip(expander)
+        """Drop the instructions decoded past the end of this piece of the trace (see part_ends.py)."""
+        part_ends.trim_overrun(self, resume_ip, expander)
 
     def end_truncated(self, cut, expander):
-        """End the part with a gap saying the trace ends inside a packet (a truncation.Cut).
+        """End the part with a gap saying the trace ends inside a packet (see part_ends.py)."""
+        part_ends.end_truncated(self, cut, expander)
 
-        The straight-line run libipt walked past the last complete packet is dropped,
-        unless the cut packet is the one the run's last branch needed: the thread may
-        have stopped anywhere in it (a cut FUP).  It is then shown at the run's first
-        instruction, which it reached.  A final end-of-stream gap becomes this gap.
-        """
-        cut = self.truncation = replace(cut, offset=self.trace_offset + cut.offset)  # in the whole trace
-        text = f"the trace is truncated: it ends inside {cut.describe()}; what the thread ran next is unknown"
-        sequence = self.block_sequence
-        if sequence and not self.block_sizes[sequence[-1]] and self.gaps[-1].code == ErrorCode.EOS:
-            self.gaps[-1] = replace(self.gaps[-1], text=text, offset=cut.offset)
-            return
-        chain = [] if cut.proves_run or expander is None else self._trailing_chain(expander)
-        if chain:
-            for _ in chain:
-                self._pop_block()
-            while self.tsc_items and self.tsc_items[-1] > self.item_count:
-                self.tsc_items.pop()
-                self.tsc_values.pop()
-            self._last_end = self._last_instruction_ip(expander)
-            self.end_ip = self.block_ips[chain[0]]
-        self.add_gap(ErrorCode.EOS, text, cut.offset - self.trace_offset)
-
-    def _trailing_chain(self, expander, limit=4096):
-        """The last blocks, back to the first one after an instruction that read trace (or an event, or a gap)."""
-        sequence, sizes = self.block_sequence, self.block_sizes
-        if not sequence or not sizes[sequence[-1]]:
-            return []
-        last_event = self.event_items[-1] if self.event_items else -1
-        ordinal, first = len(sequence) - 1, self.item_count - sizes[sequence[-1]]
-        if first < last_event:
-            return []
-        while ordinal and len(sequence) - ordinal < limit:
-            previous = sequence[ordinal - 1]
-            if not sizes[previous] or first - sizes[previous] < last_event:
-                break
-            if expander.needs_trace(expander.addresses(self.block_ips[previous], sizes[previous])[-1]):
-                break
-            ordinal -= 1
-            first -= sizes[previous]
-        return list(sequence[ordinal:])
-
-    def _pop_block(self):
+    def pop_block(self):
+        """Remove the last block of the sequence (its row stays in the table)."""
         block = self.block_sequence.pop()
         if len(self.block_sequence) % CHECKPOINT_SPACING == 0:
             self.checkpoints.pop()  # it marked the ordinal just removed
@@ -245,13 +212,6 @@ class DecodedPart:
                 self.gaps[k] = replace(gap, text=text)
 
     # -- reading ----------------------------------------------------------------------
-
-    def _last_instruction_ip(self, expander):
-        for ordinal in range(len(self.block_sequence) - 1, -1, -1):
-            row = self.block_sequence[ordinal]
-            if self.block_sizes[row]:
-                return expander.addresses(self.block_ips[row], self.block_sizes[row])[-1]
-        return None
 
     def block_at(self, index):
         """``(ordinal, first_item)`` of the block (or gap) holding item ``index`` (0 <= index < item_count)."""
@@ -299,15 +259,6 @@ class DecodedPart:
         return self.tsc_values[k] if k >= 0 else None
 
 
-def _raw_block(ip, end_ip, size, iclass):
-    """A ``pt_block`` as libipt lays it out, for blocks made here rather than by libipt."""
-    raw = bytearray(48)
-    raw[0:16] = array("Q", (ip, end_ip)).tobytes()
-    raw[24:26] = array("H", (iclass,)).tobytes()
-    raw[28:30] = array("H", (size,)).tobytes()
-    return raw
-
-
 class DecodedThread:
     """A thread's whole decoded trace: its parts in trace order, with absolute item indices."""
 
@@ -326,6 +277,11 @@ class DecodedThread:
     @property
     def storage_bytes(self):
         return sum(part.storage_bytes for part in self.parts)
+
+    @property
+    def decode_loop(self):
+        """Which loop decoded the blocks: "compiled", "python", or None when no part decoded any."""
+        return next((part.decode_loop for part in self.parts if part.decode_loop), None)
 
     @property
     def truncation(self):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..bundle.stops import stop_json
+from ..decode.compiled_loop import unavailable_reason
 from ..decode.truncation import find_file_cut
 from ..history import describe_position
 
@@ -90,7 +91,10 @@ def _thread_info(thread: TracedThread, index: int | None, position: int | None) 
             "events": decoded.event_count,
             "decodeSeconds": round(decoded.decode_seconds, 6),
             "memoryBytes": decoded.storage_bytes,
+            "decodeLoop": decoded.decode_loop,  # "compiled" (block_loop.c) or "python"
         }
+        if decoded.decode_loop == "python":
+            info["decoded"]["decodeLoopReason"] = unavailable_reason()
         info["decoded"]["functionCalls"] = len(thread.call_forest())
         info["timing"] = _timing_info(thread.bundle, decoded)
         end = decoded.item_count
@@ -123,6 +127,15 @@ def _timing_text(timing: dict) -> str:
         f"      timing: {timing['packets']}; {timing['updates']} time updates, one per"
         f" {timing['instructionsPerUpdate']} instructions on average; times in {timing['unit']}"
     )
+
+
+def _decode_loop_text(decoded: dict) -> str:
+    loop = decoded.get("decodeLoop")
+    if loop == "compiled":
+        return "      decode loop: compiled (C)"
+    if loop == "python":
+        return f"      decode loop: Python (no compiled loop: {decoded.get('decodeLoopReason')})"
+    return "      decode loop: none (no blocks to decode)"
 
 
 def info_text(info: dict) -> str:
@@ -203,6 +216,7 @@ def info_text(info: dict) -> str:
             f"      decoded in {decoded['decodeSeconds'] * 1000:.1f} ms, "
             f"{decoded['memoryBytes']} bytes ({per_instruction:.2f} bytes per instruction)"
         )
+        lines.append(_decode_loop_text(decoded))
         lines.append(_timing_text(thread["timing"]))
     if "bundleText" in info:
         lines += ["Bundle file:", info["bundleText"].rstrip()]

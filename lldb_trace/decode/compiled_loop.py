@@ -1,0 +1,158 @@
+"""The compiled decode loop (block_loop.c), loaded with ctypes, and its glue to a DecodedPart.
+
+setup.py builds block_loop.c at install as an optional extension, next to this
+file under the name setuptools gives extensions; it is loaded as a plain
+shared library, not imported.  Where it was not built (no C compiler), was
+built from another version of block_loop.c, or ``LLDB_TRACE_DECODE_LOOP=python``
+asks for it, decode_loop.py runs its Python loop instead, with the same result.
+"""
+
+import ctypes
+import functools
+import importlib.machinery
+import os
+import weakref
+from ctypes import POINTER, c_int, c_int32, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+
+import numpy as np
+
+from ..libipt.native import lib
+from ..libipt.structs import pt_block
+
+ENVIRONMENT = "LLDB_TRACE_DECODE_LOOP"  # "python": use the Python loop even where the compiled one exists
+LIBRARY_NAME = "_block_loop"  # setup.py's extension lldb_trace.decode._block_loop
+_ABI = 1  # LT_ABI in block_loop.c
+_FAILED = -1000000  # LT_FAILED: the row table could not grow
+_OUTPUT_BATCHES = 16  # batches of blocks the output arrays hold: the loop returns to Python at most this often
+
+
+class _Run(ctypes.Structure):
+    """``struct lt_run``: one call's outputs and the part's counts (see block_loop.c)."""
+
+    _fields_ = [
+        ("capacity", c_uint64),
+        ("sequence", c_void_p),
+        ("row_ips", c_void_p),
+        ("row_sizes", c_void_p),
+        ("row_classes", c_void_p),
+        ("checkpoints", c_void_p),
+        ("followed_classes", c_uint32),
+        ("spacing", c_uint32),
+        ("batch", c_uint32),
+        ("stalled", c_int32),
+        ("items", c_uint64),
+        ("ordinal", c_uint64),
+        ("rows", c_uint64),
+        ("stalled_at", c_uint64),
+        ("has_stalled_at", c_int32),
+        ("has_last_end", c_int32),
+        ("last_end", c_uint64),
+        ("written", c_uint64),
+        ("new_rows", c_uint64),
+        ("new_checkpoints", c_uint64),
+    ]
+
+
+def _layout():
+    """What ``lt_layout`` reports for a library built from this version of block_loop.c."""
+    return (
+        _ABI, ctypes.sizeof(pt_block), pt_block.end_ip.offset, pt_block.iclass.offset, pt_block.ninsn.offset,
+        pt_block.flags.offset, ctypes.sizeof(_Run), _Run.new_checkpoints.offset,
+    )  # fmt: skip
+
+
+def library_path():
+    """The built library, or None."""
+    folder = Path(__file__).resolve().parent
+    paths = (folder / (LIBRARY_NAME + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    return next((path for path in paths if path.is_file()), None)
+
+
+@functools.cache
+def _library():
+    """``(the loaded library, None)``, or ``(None, why there is none)``."""
+    path = library_path()
+    if path is None:
+        return None, "it was not built when the package was installed (no C compiler?)"
+    try:
+        library = ctypes.CDLL(str(path))
+        facts = (c_uint64 * 8)()
+        library.lt_layout(facts)
+    except (OSError, AttributeError) as error:
+        return None, f"{path.name} does not load: {error}"
+    if tuple(facts) != _layout():
+        return None, f"{path.name} was built from another version of block_loop.c: reinstall lldb-trace"
+    library.lt_table_new.restype = c_void_p
+    library.lt_table_new.argtypes = []
+    library.lt_table_free.restype = None
+    library.lt_table_free.argtypes = [c_void_p]
+    library.lt_decode.restype = c_int
+    library.lt_decode.argtypes = [c_void_p] * 5 + [POINTER(_Run), c_int]
+    return library, None
+
+
+def unavailable_reason():
+    """Why decoding uses the Python loop; None when it uses the compiled one."""
+    if os.environ.get(ENVIRONMENT, "").strip().lower() == "python":
+        return f"{ENVIRONMENT}=python"
+    return _library()[1]
+
+
+def _address(function):
+    return ctypes.cast(function, c_void_p).value
+
+
+class CompiledLoop:
+    """Decodes blocks into ``part`` in C; the same steps as decode_loop's Python loop, ``batch`` calls at a time.
+
+    ``run(status)`` returns at a pending event, an error (its block stays in the
+    decoder's ``raw_item``) or a full output, with libipt's last status;
+    ``stalled`` is set when a whole batch read no trace.  The (ip, size) -> row
+    table lives in C for the loop's life.
+    """
+
+    def __init__(self, decoder, part, batch, spacing, followed_classes):
+        library = _library()[0]
+        table = library.lt_table_new()
+        if not table:
+            raise MemoryError("the compiled decode loop could not allocate its row table")
+        weakref.finalize(self, library.lt_table_free, table)
+        self.part = part
+        capacity = batch * _OUTPUT_BATCHES
+        self._sequence = np.empty(capacity, np.uint32)
+        self._ips = np.empty(capacity, np.uint64)
+        self._sizes = np.empty(capacity, np.uint16)
+        self._classes = np.empty(capacity, np.uint8)
+        self._checkpoints = np.empty(capacity, np.uint64)
+        run = self._run = _Run(
+            capacity=capacity, sequence=self._sequence.ctypes.data, row_ips=self._ips.ctypes.data,
+            row_sizes=self._sizes.ctypes.data, row_classes=self._classes.ctypes.data,
+            checkpoints=self._checkpoints.ctypes.data, followed_classes=sum(1 << int(c) for c in followed_classes),
+            spacing=spacing, batch=batch,
+        )  # fmt: skip
+        libipt = lib()
+        self._decode = functools.partial(
+            library.lt_decode, table, _address(libipt.pt_blk_next), _address(libipt.pt_blk_get_offset),
+            decoder.handle, ctypes.addressof(decoder.raw_item), ctypes.byref(run),
+        )  # fmt: skip
+
+    @property
+    def stalled(self):
+        return bool(self._run.stalled)
+
+    def run(self, status):
+        part, run = self.part, self._run
+        run.items, run.ordinal, run.rows = part.item_count, len(part.block_sequence), len(part.block_ips)
+        status = self._decode(status)
+        if status == _FAILED:
+            raise MemoryError("the compiled decode loop could not grow its row table")
+        rows = run.new_rows
+        part.add_rows_and_blocks(
+            (self._ips[:rows], self._sizes[:rows], self._classes[:rows]),
+            self._sequence[: run.written],
+            self._checkpoints[: run.new_checkpoints],
+            run.items,
+            run.last_end if run.has_last_end else None,
+        )
+        return status
