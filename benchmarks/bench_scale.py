@@ -47,7 +47,12 @@ def splice(bundle, megabytes):
     if (out / "trace.json").is_file():
         return out
     description = json.loads((bundle / "trace.json").read_text())
-    [thread] = description["processes"][0]["threads"]
+    process = description["processes"][0]
+    for key in ("coreFile", "startCoreFile"):  # the states of one run: the repeated trace does not end there
+        process.pop(key, None)
+    [thread] = process["threads"]
+    for key in ("registerStates", "syscallResults"):
+        thread.pop(key, None)
     trace = (bundle / thread["iptTrace"]).read_bytes()
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)

@@ -1,12 +1,13 @@
 """Decoding a large trace in pieces, in parallel, with the same result as one pass.
 
-The trace is cut at PSBs into one piece per CPU core.  Each piece is decoded
-by its own libipt decoder in a forked child process (the per-block work is
-Python, so threads would serialize on the GIL), and the parent decodes the
-first piece itself.  A child sends its piece back as raw columns read straight
-into their final arrays (part_transfer.py), so each piece exists once.  A
-child that dies, even from a crash inside libipt on a corrupt trace, costs a
-gap item, never the debugger.
+The trace is cut at PSBs into one piece per worker (workers.py: every core by
+default).  Each piece is decoded by its own libipt decoder in a forked child
+process, and the parent decodes the first piece itself: processes rather than
+threads, because a crash inside libipt (a corrupt trace) must end a child, not
+the debugger, and because the fallback loop's per-block work is Python.  A
+child sends its piece back as raw columns read straight into their final
+arrays (part_transfer.py), so each piece exists once.  A child that dies
+costs a gap item, never the debugger.
 
 Cutting a trace at a PSB is where LLDB's own decoder goes wrong (a spurious
 end-of-stream error when the PSB precedes a branch; a doubled instruction
