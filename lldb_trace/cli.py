@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import __version__
+from .batch import add_batch_parsers
 from .dap.command_line import add_dap_parser
 from .errors import LldbTraceError
 from .option_table import (
@@ -218,6 +219,7 @@ def _parser():
         "lldbinit", help="print the ~/.lldbinit lines that load this plugin into a system LLDB"
     ).set_defaults(run=_lldbinit)
     add_dap_parser(commands)
+    add_batch_parsers(commands)
     return parser
 
 
