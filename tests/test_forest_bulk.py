@@ -4,9 +4,10 @@ The visit is the reference: it follows every irregular case (PLT stubs and lazy 
 calls, longjmp, signal handlers, swapcontext, untraced callees, gaps, untraced callers).  The bulk
 build must give the same rows on every committed bundle, with every run of regular branches built
 in bulk (shortest run 1), at the default threshold, and with the branches judged a few at a time
-(runs cut at every seam), and on forest_mix.c, a program that mixes all of those cases into long
-regular stretches: recorded and decoded whole and in pieces, and recorded live (where its clock
-reads run untraced in the vdso).
+(runs cut at every seam), each with the compiled loops (forest_runs.c) and with their numpy
+fallback, and on forest_mix.c, a program that mixes all of those cases into long regular
+stretches: recorded and decoded whole and in pieces, and recorded live (where its clock reads
+run untraced in the vdso).  test_forest_compiled.py stresses the compiled loops further.
 """
 
 import subprocess
@@ -19,6 +20,7 @@ from support.paths import SOURCES, TRACES
 import lldb_trace.api as api
 from lldb_trace.decode import DecodedThread, forest_builder, process_image, regular_runs
 from lldb_trace.decode.call_forest import CallForest
+from lldb_trace.decode.compiled_loop import ENVIRONMENT
 from lldb_trace.decode.forest_builder import (
     ASYNCHRONOUS,
     LAZY_BINDING,
@@ -48,22 +50,28 @@ def rows(forest):
 
 
 def assert_built_alike(decoded, expander, functions, plt):
-    """The bulk builds equal the reference visit; returns the reference forest."""
+    """The bulk builds equal the reference visit, with the compiled loops (forest_runs.c) and with their numpy
+    fallback; returns the reference forest."""
     reference = CallForest(decoded, expander, functions, plt, shortest_run=None)
     expected = rows(reference)
     whole = forest_builder.SLICE  # larger than any committed part: the reference takes each part at once
     variants = ((1, regular_runs.CHUNK, whole), (SHORTEST_RUN, regular_runs.CHUNK, whole), (1, 5, whole),
                 (None, 0, 3), (1, 5, 7), (SHORTEST_RUN, regular_runs.CHUNK, 64))  # fmt: skip
     for shortest_run, chunk, slice_entries in variants:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(regular_runs, "CHUNK", chunk or regular_runs.CHUNK)
-            patch.setattr(forest_builder, "SLICE", slice_entries)
-            built = rows(CallForest(decoded, expander, functions, plt, shortest_run=shortest_run))
-        variant = (shortest_run, chunk, slice_entries)
-        for name in COLUMNS:
-            assert built[name].dtype == expected[name].dtype, (name, variant)
-            assert np.array_equal(built[name], expected[name]), (name, variant)
-        assert built["call items"] == expected["call items"], variant
+        for loops in ("compiled", "python"):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(regular_runs, "CHUNK", chunk or regular_runs.CHUNK)
+                patch.setattr(forest_builder, "SLICE", slice_entries)
+                if loops == "python":
+                    patch.setenv(ENVIRONMENT, "python")
+                else:
+                    patch.delenv(ENVIRONMENT, raising=False)
+                built = rows(CallForest(decoded, expander, functions, plt, shortest_run=shortest_run))
+            variant = (shortest_run, chunk, slice_entries, loops)
+            for name in COLUMNS:
+                assert built[name].dtype == expected[name].dtype, (name, variant)
+                assert np.array_equal(built[name], expected[name]), (name, variant)
+            assert built["call items"] == expected["call items"], variant
     return reference
 
 

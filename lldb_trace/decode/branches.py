@@ -11,6 +11,7 @@ the columns for all of them at once.
 import numpy as np
 
 from ..libipt import InsnClass
+from . import compiled_runs
 
 CALL, RETURN, JUMP = int(InsnClass.CALL), int(InsnClass.RETURN), int(InsnClass.JUMP)
 
@@ -23,29 +24,42 @@ class PartBranches:
     The columns hold one ordinal more than the slice when the part goes on, so that its last branch
     knows where it went.  ``tail_rows`` are the rows (distinct blocks) holding a tail jump before
     their last instruction.  A part is taken a slice at a time so the columns stay bounded however
-    long the part is.
+    long the part is; the columns are built in ``scratch`` (a compiled_runs.Scratch) where given,
+    and last until the next slice built there.
     """
 
-    def __init__(self, part, base, next_ip, tail_rows, low=0, high=None):
+    def __init__(self, part, base, next_ip, tail_rows, low=0, high=None, scratch=None):
         self.part, self.base, self.next_ip, self.tail_rows = part, base, next_ip, tail_rows
         whole = part.block_sequence
         sequence = np.frombuffer(whole, dtype=np.uint16 if whole.typecode == "H" else np.uint32)
         high = len(sequence) if high is None else high
         sequence = sequence[low : high + 1]
         self.sequence, self.count, self.ips = sequence, len(sequence), part.block_ips
-        sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[sequence]
-        self.gaps = sizes == 0
-        sizes[self.gaps] = 1
-        self.sizes = sizes
-        self.ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each ordinal's last item
-        self.next_base = int(self.ends[high - low - 1]) + 1  # where the next slice begins
-        self.classes = np.frombuffer(part.row_classes, dtype=np.uint8)[sequence]
-        wanted = (self.classes != 0) | self.gaps
-        if tail_rows:
-            wanted |= np.isin(sequence, np.fromiter(tail_rows, dtype=sequence.dtype))
-        wanted[high - low :] = False  # the ordinal after the slice is the next slice's
-        self.ordinals = np.flatnonzero(wanted).astype(np.int32 if self.count < 2**31 else np.int64)
+        found, slice_size = compiled_runs.library(), high - low
+        ordinal_type = np.int32 if self.count < 2**31 else np.int64
+        if found is None:
+            columns = _columns(part, sequence, base, tail_rows, slice_size, ordinal_type)
+        else:
+            scratch = scratch or compiled_runs.Scratch()
+            arguments = (part, sequence, base, tail_rows, slice_size, ordinal_type, scratch)
+            columns = compiled_runs.branch_columns(found, *arguments)
+        self.sizes, self.gaps, self.ends, self.classes, self.ordinals = columns
+        self.next_base = int(self.ends[slice_size - 1]) + 1  # where the next slice begins
 
     def following(self, ordinal):
         """Is ordinal ``ordinal`` followed by a block (not a gap, not the part's end)?"""
         return ordinal + 1 < self.count and not self.gaps[ordinal + 1]
+
+
+def _columns(part, sequence, base, tail_rows, slice_size, ordinal_type):
+    """What compiled_runs.branch_columns gives, in numpy passes."""
+    sizes = np.frombuffer(part.block_sizes, dtype=np.uint16)[sequence]
+    gaps = sizes == 0
+    sizes[gaps] = 1
+    ends = np.cumsum(sizes, dtype=np.int64) + (base - 1)  # each ordinal's last item
+    classes = np.frombuffer(part.row_classes, dtype=np.uint8)[sequence]
+    wanted = (classes != 0) | gaps
+    if tail_rows:
+        wanted |= np.isin(sequence, np.fromiter(tail_rows, dtype=sequence.dtype))
+    wanted[slice_size:] = False  # the ordinal after the slice is the next slice's
+    return sizes, gaps, ends, classes, np.flatnonzero(wanted).astype(ordinal_type)

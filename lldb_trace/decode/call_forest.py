@@ -25,9 +25,8 @@ class CallForest:
     def __init__(self, decoded, expander, functions, plt=None, shortest_run=forest_builder.SHORTEST_RUN, task=None):
         task = task or progress.QUIET
         built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task)
-        tree = _column(built, "tree", np.int32)
-        depth = _column(built, "level", np.int32) - np.array(built.tree_levels, dtype=np.int32)[tree]
-        del tree
+        depth = _column(built, "level", np.int32)  # the built column, made the depths in place
+        depth -= np.array(built.tree_levels, dtype=np.int32)[_column(built, "tree", np.int32)]
         first = _column(built, "first", np.int32)
         order = None if _in_order(first, depth) else np.lexsort((depth, first))  # built in order, but for a few
         index_type = np.int32 if decoded.item_count < 2**31 else np.int64
@@ -139,8 +138,8 @@ def _sparse(extra, rank):
 
 def _in_order(first, depth):
     """Are the rows already in execution order (by first item, callers before callees)?"""
-    later, same = first[1:] > first[:-1], first[1:] == first[:-1]
-    return bool(np.all(later | (same & (depth[1:] >= depth[:-1]))))
+    ties = np.flatnonzero(first[1:] <= first[:-1])  # few: rows sharing a first item, or out of order
+    return bool(np.all((first[ties + 1] == first[ties]) & (depth[ties + 1] >= depth[ties])))
 
 
 def _sorted(values, order, dtype):

@@ -41,7 +41,7 @@ import numpy as np
 from .. import progress
 from ..libipt import EventType
 from ..x86.instructions import Transfer
-from . import regular_runs
+from . import compiled_runs, regular_runs
 from .branches import CALL, JUMP, RETURN, PartBranches
 
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
@@ -102,8 +102,11 @@ class _Builder:
         self.resumed_at = {e.index: e.ip for e in events if e.type == EventType.ENABLED}
         self.stopped_at = {e.index: e.ip for e in events if e.type in _DISABLED}
         self.events = sorted(self.resumed_at)  # the resumptions, visited in order with the branches
+        self.resumed_items = np.array(self.events, dtype=np.int64)  # for the runs to find the branches near events
+        self.event_items = np.array(sorted(self.resumed_at.keys() | self.stopped_at.keys()), dtype=np.int64)
         self.next_event = 0
         self.untraced_callees = set()  # items where tracing resumed at the return address of an untraced callee
+        self.scratch = compiled_runs.Scratch()  # the memory of the slices' columns and of the chunks' runs
 
     # -- nodes -------------------------------------------------------------------------------------
 
@@ -151,7 +154,8 @@ class _Builder:
             return
         tail_rows, rows, start = self._rows_with_tail_jumps(part), None, base
         for low in range(0, len(part.block_sequence), SLICE):
-            branches = PartBranches(part, start, next_ip, tail_rows, low, min(low + SLICE, len(part.block_sequence)))
+            high = min(low + SLICE, len(part.block_sequence))
+            branches = PartBranches(part, start, next_ip, tail_rows, low, high, self.scratch)
             self._stops_after_far_transfers(branches)
             if not low and not self.stack and not branches.gaps[0]:  # the trace (or a part after a gap) starts a tree
                 self.open(base, part.block_ips[branches.sequence[0]], None, None)

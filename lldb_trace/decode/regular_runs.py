@@ -14,10 +14,15 @@ than their call's return address or close a frame opened before the run.  A
 run is a stretch of regular branches between irregular ones; starting from
 whatever frame is innermost there, it opens a frame per call, closes the
 paired ones and leaves the unpaired ones open, exactly as the visit would.
+
+forest_runs.c finds the runs in one pass with a stack (compiled_runs.py);
+the numpy passes here are its fallback where it is not built, and find the
+same runs.
 """
 
 import numpy as np
 
+from . import compiled_runs
 from .branches import CALL, JUMP, RETURN
 
 CHUNK = 1 << 16  # branches judged at once, bounding the temporaries; a run cut at a chunk's end is visited there
@@ -44,40 +49,55 @@ class PartRows:
 class RegularRuns:
     """The regular runs among branches ``low``..``high`` of a part (``bounds``: ``(start, stop)``, in visit order).
 
-    Branches are numbered by their place among the ordinals to visit.
+    Branches are numbered by their place among the ordinals to visit.  The compiled walk leaves its
+    columns in the builder's scratch memory: they last until the next chunk's runs are found.
     """
 
     def __init__(self, builder, branches, rows, low, high):
         self.builder, self.branches = builder, branches
-        ordinals = branches.ordinals[low:high]
-        classes = branches.classes[ordinals]
-        self.rows = branches.sequence[ordinals]
-        next_rows = branches.sequence[np.minimum(ordinals + 1, branches.count - 1)]
-        irregular = (classes != CALL) & (classes != RETURN) & (classes != JUMP)
-        irregular |= _unfollowed(branches, ordinals) | rows.tail[self.rows]
+        irregular = np.zeros(high - low, dtype=bool)
         irregular[_near_events(builder, branches, low, high)] = True
+        items = np.int64 if builder.nodes.first.typecode == "q" else np.int32  # the forest's item indices
+        found = compiled_runs.library()
+        if found is None:
+            bounds, *calls = self._numpy_walk(rows, low, high, irregular, items)
+        else:
+            walk = compiled_runs.Walk(found, branches, rows, builder.scratch)
+            irregular[self._leaving_jumps(rows, low, walk.mark(low, high, irregular))] = True
+            bounds, *calls = walk.walk(low, high, irregular, items)
+        self.bounds = [(start + low, stop + low) for start, stop in bounds.tolist()]
+        self.calls, self.first, self.last, self.levels, self.parents, self.entries = calls
+        self.calls += low  # per regular call: its number, its frame's items, level, parent and function's entry
+
+    def _numpy_walk(self, rows, low, high, irregular, items):
+        """What compiled_runs.Walk.walk finds, in numpy passes: pair returns with calls by depth, make the
+        returns that land elsewhere than their call's return address irregular, and pair again until none does."""
+        branches = self.branches
+        ordinals = branches.ordinals[low:high]
+        classes, sequence = branches.classes[ordinals], branches.sequence[ordinals]
+        next_rows = branches.sequence[np.minimum(ordinals + 1, branches.count - 1)]
+        irregular |= (classes != CALL) & (classes != RETURN) & (classes != JUMP)
+        irregular |= _unfollowed(branches, ordinals) | rows.tail[sequence]
         irregular |= (classes == CALL) & rows.stub[next_rows]
-        irregular[self._leaving_jumps(rows, classes, next_rows, irregular)] = True
+        irregular[self._leaving_jumps(rows, low, np.flatnonzero((classes == JUMP) & ~irregular))] = True
         steps = (classes == CALL).view(np.int8) - (classes == RETURN).view(np.int8)
         while True:
             regular = ~irregular
             moving, levels, (opens, closes) = _pairs(steps, regular)
-            good = rows.ips[next_rows[moving[closes]]] == rows.returns[self.rows[moving[opens]]]
+            good = rows.ips[next_rows[moving[closes]]] == rows.returns[sequence[moving[opens]]]
             wrong = regular & (steps < 0)  # landing elsewhere than their call's return, or closing no call of the run
             wrong[moving[closes[good]]] = False
             if not wrong.any():
                 break
             irregular |= wrong
-        self.bounds = [(start + low, stop + low) for start, stop in _bounds(regular)]
         ends = branches.ends[ordinals[moving]]
         closed = np.full(len(moving), -1, dtype=np.int64)
         closed[opens] = ends[closes]
         opening = steps[moving] > 0
-        self.calls = moving[opening]  # per regular call: its number (from low), its frame's items, level, parent
-        self.first, self.last, self.levels = ends[opening] + 1, closed[opening], levels[opening]
-        self.entries = rows.ips[next_rows[self.calls]]  # the called functions' entry addresses
-        self.parents = _parents(self.levels)
-        self.calls += low
+        calls, levels = moving[opening], levels[opening]
+        entries = rows.ips[next_rows[calls]]  # the called functions' entry addresses
+        first, last = (ends[opening] + 1).astype(items), closed[opening].astype(items)
+        return _bounds(regular), calls, first, last, levels, _parents(levels).astype(np.int32), entries
 
     def add(self, start, stop):
         """Open and close the frames of the run ``start``..``stop`` above the innermost frame, as a visit would."""
@@ -89,9 +109,9 @@ class RegularRuns:
         node, count, parents = len(nodes.first), high - low, self.parents[low:high]
         _append(nodes.first, self.first[low:high])
         _append(nodes.last, self.last[low:high])
-        _append(nodes.parent, np.where(parents >= 0, parents - low + node, below))
+        _append(nodes.parent, np.where(parents >= 0, parents + (node - low), below))
         _append(nodes.level, self.levels[low:high] + (nodes.level[below] + 1))
-        _append(nodes.tree, np.full(count, len(nodes.tree_levels) - 1))
+        _append(nodes.tree, np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
         _append(nodes.entry, self.entries[low:high])
         nodes.flags.frombytes(bytes(count))
         for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
@@ -101,13 +121,16 @@ class RegularRuns:
             builder.call_sites.append(site)
             builder.states.append(0)
 
-    def _leaving_jumps(self, rows, classes, next_rows, irregular):
-        """Jumps that may leave their function (a tail call, a longjmp); each (block, target) is judged once a part."""
-        jumps = np.flatnonzero((classes == JUMP) & ~irregular)
+    def _leaving_jumps(self, rows, low, jumps):
+        """Of ``jumps`` (branch numbers from ``low``), those that may leave their function (a tail call, a longjmp);
+        each (block, target) is judged once a part."""
         if not len(jumps):
             return jumps
+        branches = self.branches
+        ordinals = branches.ordinals[jumps + low]
+        targets = branches.sequence[np.minimum(ordinals + 1, branches.count - 1)]
         width = len(rows.ips)
-        kinds, which = np.unique(self.rows[jumps] * np.int64(width) + next_rows[jumps], return_inverse=True)
+        kinds, which = np.unique(branches.sequence[ordinals] * np.int64(width) + targets, return_inverse=True)
         stays = [self._stays(rows, *divmod(kind, width)) for kind in kinds.tolist()]
         return jumps[~np.array(stays, dtype=bool)[which.ravel()]]
 
@@ -128,14 +151,14 @@ def _near_events(builder, branches, low, high):
     ends, sizes, ordinals = branches.ends, branches.sizes, branches.ordinals[low:high]
     since = int(ends[branches.ordinals[low - 1]] - sizes[branches.ordinals[low - 1]]) + 1 if low else -1
     until = int(ends[ordinals[-1]]) + 1
-    resumed = np.array(sorted(i for i in builder.resumed_at if since < i <= until), dtype=np.int64)
+    resumed, either = builder.resumed_items, builder.event_items
+    resumed = resumed[np.searchsorted(resumed, since, "right") : np.searchsorted(resumed, until, "right")]
     holding = np.searchsorted(ends, resumed)  # the ordinal of the block holding the item the resumption comes before
     inside = holding < len(ends)
     holding[inside] += ends[holding[inside]] - sizes[holding[inside]] + 1 < resumed[inside]  # not its first item
-    either = set(builder.resumed_at) | set(builder.stopped_at)
-    stopped = np.array(sorted(i - 1 for i in either if since < i <= until), dtype=np.int64)
+    stopped = either[np.searchsorted(either, since, "right") : np.searchsorted(either, until, "right")] - 1
     followed = np.searchsorted(ends, stopped)  # the ordinal of the block an event follows
-    found = np.searchsorted(ordinals, np.concatenate((holding, followed)))
+    found = np.searchsorted(ordinals, np.concatenate((holding, followed)).astype(ordinals.dtype))  # ordinals uncast
     return found[found < len(ordinals)]
 
 
@@ -194,6 +217,6 @@ def _parents(levels):
 
 
 def _bounds(regular):
-    """The ``(start, stop)`` of every stretch of regular branches."""
+    """The ``(start, stop)`` of every stretch of regular branches, as the rows of an array."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], regular.view(np.int8), [0]))))
-    return list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
+    return edges.reshape(-1, 2)
