@@ -22,8 +22,9 @@ from . import malloc_tuning, progress
 from .decode import decode_thread_trace
 from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
-from .decode.decoded_thread import DecodedThread
+from .decode.decoded_thread import DecodedPart, DecodedThread
 from .decode.decoder_cpu import decoder_cpu
+from .decode.parallel import decode_piece, piece_jobs
 from .decode.process_code import process_code
 from .decode.tail import TraceTail
 from .decode.workers import worker_count
@@ -142,6 +143,28 @@ class ProcessTrace:
         title = f"Decoding the trace of thread {tid}"
         breaks = self.source.breaks(tid)
         decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks)
+        self._name_missing_code(decoded)
+        self._decoded[tid] = decoded
+        self._tails.pop(tid, None)
+        return decoded
+
+    def piece_jobs(self, tid: int, pieces: int) -> list[tuple[int, int, int | None]] | None:
+        """``tid``'s trace cut at PSBs into at most ``pieces`` jobs that decoded_piece decodes anywhere (on other
+        machines: lldb-trace's batch commands); None when it must be decoded whole here (no trace, or breaks)."""
+        trace = self.trace_bytes(tid)
+        if trace is None or self.source.breaks(tid):
+            return None
+        return piece_jobs(trace, self.cpu, pieces)
+
+    def decoded_piece(self, tid: int, job: tuple[int, int, int | None]) -> DecodedPart:
+        """One of piece_jobs' pieces, decoded in this process."""
+        trace = self.trace_bytes(tid)
+        assert trace is not None, "piece_jobs gave no jobs for a thread without a trace"
+        return decode_piece(trace, self.cpu, self.image, self.expander, job)
+
+    def adopt_pieces(self, tid: int, parts: list[DecodedPart], seconds: float) -> DecodedThread:
+        """Take ``tid``'s decode as the decoded_piece parts of all its piece_jobs, in order (the same as decoded's)."""
+        decoded = DecodedThread(parts, seconds)
         self._name_missing_code(decoded)
         self._decoded[tid] = decoded
         self._tails.pop(tid, None)

@@ -24,6 +24,7 @@ from lldb_trace.batch.engine import JobFailedError, Progress, run_jobs
 from lldb_trace.batch.inputs import InputError, recordings
 from lldb_trace.batch.jobs import Source, on_thread
 from lldb_trace.batch.merge import merged_profile
+from lldb_trace.batch.split_decode import analysed_here, planned_pieces
 from lldb_trace.cli import main
 from lldb_trace.export import export
 from lldb_trace.history.queries import find
@@ -177,6 +178,40 @@ def test_a_large_thread_is_decoded_in_pieces_on_its_worker(scheduler):
         made, parts = client.submit(in_pieces, *job, pure=False).result()
     assert parts > 1
     assert made.value.rows == profile(thread, "line").rows
+
+
+def test_a_huge_thread_is_decoded_across_the_workers(capsys, scheduler, tmp_path):
+    """--split-above: the thread's pieces decode on the cluster's workers, are joined here, and the answers are
+    the single process's; the pieces are the ones ProcessTrace cuts (one per worker)."""
+    bundles = [TRACES / "basic", TRACES / "threads"]
+    single = [thread for path in bundles for thread in api.open_bundle(path).threads if thread.has_trace]
+    with distributed.Client(scheduler) as client:
+        plans = [
+            client.submit(planned_pieces, Source(str(path), run="split"), t.pid, t.tid, 2, 1000, pure=False).result()
+            for path in bundles
+            for t in api.open_bundle(path).threads
+            if t.has_trace
+        ]
+    assert [len(plan.value) if plan.value else 0 for plan in plans] == [2, 0, 0, 0, 2]  # basic, threads' main: cut
+    split = json.loads(answer(capsys, "profile", *bundles, "--cluster", scheduler, "--split-above", "0.001", "--json"))
+    whole = json.loads(answer(capsys, "profile", *bundles, "--cluster", scheduler, "--json"))
+    assert split == whole
+    assert split["instructions"] == sum(profile(thread).instructions for thread in single)
+    out = tmp_path / "split.folded"
+    answer(capsys, "export", *bundles, "-F", "folded", "-o", out, "--cluster", scheduler, "--split-above", "0.001")
+    export(single, "folded", tmp_path / "single.folded")
+    assert out.read_bytes() == (tmp_path / "single.folded").read_bytes()
+
+
+def test_a_piece_that_fails_fails_its_thread(scheduler):
+    """A piece job's error (here: a recording that vanished after planning) is the thread's, named."""
+    thread = api.open_bundle(TRACES / "basic").threads[0]
+    jobs = [(0, 1027, None)]
+    gone = Source("/nonexistent/bundle", run="gone")
+    with distributed.Client(scheduler) as client, open(os.devnull, "w") as quiet:
+        label, analysis = "basic (thread 1)", ProfileOf("function", None)
+        outcome = analysed_here(client, gone, thread.pid, thread.tid, jobs, analysis, label, Progress(quiet))
+    assert outcome.value is None and outcome.error.startswith("basic (thread 1), trace bytes 0..1027: ")
 
 
 @pytest.mark.parametrize("form", ["folded", "speedscope", "chrome"])

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..decode.workers import worker_count
 from ..errors import LldbTraceError
 from . import worker_setup
 
@@ -38,7 +38,7 @@ def connected(address: str | None, workers: int | None, timeout: float) -> Itera
         from distributed import Client
 
         if address is None:
-            with _local_cluster(workers or os.cpu_count() or 1) as cluster, Client(cluster) as client:
+            with _local_cluster(worker_count(workers)) as cluster, Client(cluster) as client:
                 yield client
             return
         try:

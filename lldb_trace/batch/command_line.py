@@ -23,7 +23,7 @@ from ..option_table import RANGE, SEARCH_PATH, SYSROOT, TID, Option, add_argumen
 from ..profile import GROUPINGS, SORTS
 
 DEFAULT_COUNT = 20
-MAX_PIECES = 4  # as ProcessTrace decodes a large trace: more pieces cost more than they save
+SPLIT_MB = 64.0  # a thread's trace of this many MB is decoded across the workers (split_decode.py)
 
 
 class BatchError(LldbTraceError):
@@ -100,6 +100,8 @@ def _add_common(parser: argparse.ArgumentParser, export: bool) -> None:
     parser.add_argument("--workers", type=_positive, metavar="N", help=workers)
     timeout = "how long to wait for the --cluster scheduler to answer (default 30)"
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help=timeout)
+    split = f"decode a thread whose trace has at least this many MB in pieces across the workers (default {SPLIT_MB})"
+    parser.add_argument("--split-above", type=float, default=SPLIT_MB, metavar="MB", help=split)
     keep_going = "leave out the recordings that fail, naming them, instead of failing"
     parser.add_argument("--keep-going", action="store_true", help=keep_going)
     add_arguments(parser, (replace(SEARCH_PATH, short=""), replace(SYSROOT, short="")))  # -s, -r: sort, range
@@ -202,9 +204,10 @@ def _per_thread(args: argparse.Namespace, analysis: Callable) -> tuple[list[tupl
     """``([(ThreadName, answer)], failures)`` of ``analysis`` on every traced thread (or -t TID) of every
     recording, in their order; failures are those --keep-going let through, said on stderr."""
     from .cluster import connected
-    from .engine import Progress, run_jobs
+    from .engine import Failure, JobFailedError, Progress, run_jobs
     from .inputs import recordings
     from .jobs import Source, on_thread, traced_threads
+    from .split_decode import analysed_here
     from .views import ThreadName
 
     if args.workers and args.cluster:
@@ -227,11 +230,26 @@ def _per_thread(args: argparse.Namespace, analysis: Callable) -> tuple[list[tupl
         if not threads:
             wanted = f"thread {', '.join(map(str, args.tid))}" if args.tid else "traced thread"
             raise BatchError(f"no {wanted} in {len(found)} recording(s): nothing to analyse")
-        pieces = max(1, min(MAX_PIECES, sum(client.nthreads().values()) // len(threads)))
-        jobs = [(source, thread.pid, thread.tid, analysis, pieces) for source, thread in threads]
         labels = [f"{thread.recording} (thread {thread.tid})" for _source, thread in threads]
-        values, more = run_jobs(client, on_thread, jobs, labels, progress, args.keep_going)
-    failures += more
+        workers = sum(client.nthreads().values())
+        split, more = _split_plans(client, threads, labels, workers, args, progress)
+        failures += more
+        pieces = max(1, workers // len(threads))
+        whole = [k for k in range(len(threads)) if k not in split]
+        jobs = [(threads[k][0], threads[k][1].pid, threads[k][1].tid, analysis, pieces) for k in whole]
+        found_whole, more = run_jobs(client, on_thread, jobs, [labels[k] for k in whole], progress, args.keep_going)
+        failures += more
+        values: list[Any] = [None] * len(threads)
+        for k, value in zip(whole, found_whole, strict=True):
+            values[k] = value
+        for k, plan in split.items():
+            source, thread = threads[k]
+            outcome = analysed_here(client, source, thread.pid, thread.tid, plan, analysis, labels[k], progress)
+            if outcome.error is not None:
+                if not args.keep_going:
+                    raise JobFailedError(f"{labels[k]}: {outcome.error}")
+                failures.append(Failure(labels[k], outcome.error))
+            values[k] = outcome.value
     for failure in failures:
         print(f"warning: left out {failure.what}: {failure.error}", file=sys.stderr)
     if failures:
@@ -240,6 +258,23 @@ def _per_thread(args: argparse.Namespace, analysis: Callable) -> tuple[list[tupl
     if not answered:
         raise BatchError("every job failed: nothing to answer")
     return answered, failures
+
+
+def _split_plans(
+    client: Any, threads: list, labels: list[str], workers: int, args: argparse.Namespace, progress: Any
+) -> tuple[dict[int, list], list]:
+    """``({thread's place: its pieces}, failures)`` for the threads whose trace has at least --split-above MB,
+    when the cluster has more than one worker (split_decode.py)."""
+    from .engine import run_jobs
+    from .split_decode import planned_pieces
+
+    if workers < 2:
+        return {}, []
+    least = max(1, int(args.split_above * 2**20))
+    jobs = [(source, thread.pid, thread.tid, workers, least) for source, thread in threads]
+    plans, failures = run_jobs(client, planned_pieces, jobs, labels, progress, args.keep_going)
+    failed = {failure.what for failure in failures}
+    return {k: plan for k, plan in enumerate(plans) if plan and labels[k] not in failed}, failures
 
 
 def _emit(args: argparse.Namespace, text: str, what: str) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ..decode.workers import usable_cores
 from ..errors import LldbTraceError
 
 if TYPE_CHECKING:
@@ -84,17 +85,26 @@ def traced_threads(source: Source) -> Outcome[list[tuple[int, int]]]:
         return Outcome(error=str(error))
 
 
+class ThreadGoneError(LldbTraceError):
+    """A thread listed by traced_threads that the recording no longer has (the file changed)."""
+
+
+def thread_of(source: Source, pid: int, tid: int) -> ThreadTrace:
+    """Thread ``tid`` of process ``pid`` of the recording, opened once per worker thread and command run."""
+    trace = _kept.trace_of(source)
+    threads = [thread for thread in trace.threads if (thread.pid, thread.tid) == (pid, tid)]
+    if not threads:
+        raise ThreadGoneError(f"thread {tid} of process {pid} is no longer in the recording")
+    _kept.keep(source, trace)
+    return threads[0]
+
+
 def on_thread(source: Source, pid: int, tid: int, analysis: Callable[[ThreadTrace], T], pieces: int) -> Outcome[T]:
     """``analysis`` of thread ``tid`` of process ``pid``; its trace is decoded in ``pieces`` cut at PSBs, in as
     many processes (the decode is the same whatever the cut: decode/parallel.py)."""
     try:
-        trace = _kept.trace_of(source)
-        threads = [thread for thread in trace.threads if (thread.pid, thread.tid) == (pid, tid)]
-        if not threads:  # the file changed since its threads were listed
-            return Outcome(error=f"thread {tid} of process {pid} is no longer in the recording")
-        threads[0].process_trace.workers = pieces
-        answer = analysis(threads[0])
-        _kept.keep(source, trace)
-        return Outcome(answer)
+        thread = thread_of(source, pid, tid)
+        thread.process_trace.workers = min(pieces, usable_cores())  # the cores of the worker's own machine
+        return Outcome(analysis(thread))
     except LldbTraceError as error:
         return Outcome(error=str(error))

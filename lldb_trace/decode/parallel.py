@@ -84,6 +84,14 @@ def plan_pieces(trace, pieces):
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
 
 
+def piece_jobs(trace, cpu, pieces):
+    """``[(start, end, resume ip of the piece after it or None)]``: ``trace`` cut into at most ``pieces`` that
+    decode_piece decodes anywhere (here, in a child, on another machine) and DecodedThread joins."""
+    cuts = _resumable_cuts(trace, cpu, plan_pieces(trace, pieces))
+    bounds = [0, *cuts, len(trace)]
+    return [(bounds[k], bounds[k + 1], cuts.get(bounds[k + 1])) for k in range(len(bounds) - 1)]
+
+
 def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET):
     """The finished DecodedPart of ``job``: ``(start, end, resume ip of the piece after it or None)``.
 
@@ -105,9 +113,7 @@ def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET):
     the children still decoding are killed.
     """
     decoder = _PieceDecoder(trace, cpu, image, expander)
-    cuts = _resumable_cuts(trace, cpu, plan_pieces(trace, pieces))
-    bounds = [0, *cuts, len(trace)]
-    jobs = [(bounds[k], bounds[k + 1], cuts.get(bounds[k + 1])) for k in range(len(bounds) - 1)]
+    jobs = piece_jobs(trace, cpu, pieces)
     children = [decoder.fork(job) for job in jobs[1:]]
     try:
         parts = [decoder.decode(jobs[0], task)]
