@@ -41,18 +41,25 @@ SITE_PACKAGES = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
 OUT = ROOT / "benchmarks" / "out"
 
 
+def control_flow_only(bundle):
+    """``bundle``'s trace.json without its states (cores, registers): those of one run, where no copy ends."""
+    description = json.loads((bundle / "trace.json").read_text())
+    process = description["processes"][0]
+    for key in ("coreFile", "startCoreFile"):
+        process.pop(key, None)
+    for thread in process["threads"]:
+        for key in ("registerStates", "syscallResults"):
+            thread.pop(key, None)
+    return description
+
+
 def splice(bundle, megabytes):
     """A bundle whose one trace is ``bundle``'s repeated to ``megabytes`` MB (made once, in benchmarks/out)."""
     out = OUT / f"scale-{megabytes}mb"
     if (out / "trace.json").is_file():
         return out
-    description = json.loads((bundle / "trace.json").read_text())
-    process = description["processes"][0]
-    for key in ("coreFile", "startCoreFile"):  # the states of one run: the repeated trace does not end there
-        process.pop(key, None)
-    [thread] = process["threads"]
-    for key in ("registerStates", "syscallResults"):
-        thread.pop(key, None)
+    description = control_flow_only(bundle)
+    [thread] = description["processes"][0]["threads"]
     trace = (bundle / thread["iptTrace"]).read_bytes()
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
