@@ -199,15 +199,17 @@ def event_message(tid):
     return message.value
 
 
-def wait_any():
-    """``(tid, status)`` of the next traced thread to change state."""
+def wait_any(block=True):
+    """``(tid, status)`` of the next traced thread to change state; ``(None, None)`` when no child is left or,
+    without ``block``, none has changed state."""
     while True:
         try:
-            return os.waitpid(-1, WALL)
+            tid, status = os.waitpid(-1, WALL | (0 if block else os.WNOHANG))
         except InterruptedError:
             continue
         except ChildProcessError:
             return None, None
+        return (tid, status) if tid else (None, None)
 
 
 def stop_thread(pid, tid):

@@ -319,11 +319,14 @@ class _Tracee:
             self.children.append(pid)
             with contextlib.suppress(ptrace.PtraceError):
                 ptrace.detach(pid)
-        while True:
-            tid, status = ptrace.wait_any()
+        live = set(self.recorders) | self.free
+        while True:  # until the tracees are gone: other children of this process (a pool's) may live on
+            tid, status = ptrace.wait_any(block=bool(live))
             if tid is None:
                 break
-            if os.WIFSTOPPED(status) and status >> 16 == ptrace.PTRACE_EVENT_EXIT:
+            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                live.discard(tid)
+            elif os.WIFSTOPPED(status) and status >> 16 == ptrace.PTRACE_EVENT_EXIT:
                 with contextlib.suppress(ptrace.PtraceError):
                     ptrace.cont(tid)  # killed: let it end
             elif os.WIFSTOPPED(status) and not self._ours(tid):  # a child caught while being created
