@@ -124,7 +124,7 @@ def _column(built, name, dtype):
     ``built`` lets go of it, so that a column that is copied is freed as soon as the copy is made."""
     values = getattr(built, name)
     setattr(built, name, None)
-    return values.taken() if len(values) else np.zeros(0, dtype=dtype)
+    return np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, dtype=dtype)
 
 
 def _sparse(extra, rank):

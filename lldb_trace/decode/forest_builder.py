@@ -34,6 +34,8 @@ in.  What each does to the open frames:
 Functions' extents come from the modules' unwind tables (FunctionRanges).
 """
 
+from array import array
+
 import numpy as np
 
 from .. import progress
@@ -41,7 +43,6 @@ from ..libipt import EventType
 from ..x86.instructions import Transfer
 from . import compiled_runs, regular_runs
 from .branches import CALL, JUMP, RETURN, PartBranches
-from .growing_column import GrowingColumn
 
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
 _CALL, _RETURN, _JUMP = CALL, RETURN, JUMP
@@ -55,13 +56,12 @@ class ForestArrays:
     """The nodes as built, in creation order: what CallForest sorts and keeps."""
 
     def __init__(self, wide):
-        index = "q" if wide else "i"  # item indices
-        self.first, self.last = GrowingColumn(index), GrowingColumn(index)
-        self.parent, self.level, self.tree = GrowingColumn("i"), GrowingColumn("i"), GrowingColumn("i")
-        self.entry = GrowingColumn("Q")
+        self.first, self.last = (array("q"), array("q")) if wide else (array("i"), array("i"))  # item indices
+        self.parent, self.level, self.tree = array("i"), array("i"), array("i")
+        self.entry = array("Q")
         self.extra = {}  # node -> the stub (PLT calls) or the resume address (ASYNC): few nodes have one
         self.entered = {}  # node -> the item where the function a PLT call reached began (after the stub)
-        self.flags = GrowingColumn("B")
+        self.flags = array("B")
         # node -> item of its call instruction, where it is not first - 1 (tail calls; None: a switched frame)
         self.call_items = {}
         self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)

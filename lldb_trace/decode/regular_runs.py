@@ -107,13 +107,13 @@ class RegularRuns:
             return  # only jumps inside their function
         nodes, below = builder.nodes, builder.stack[-1]
         node, count, parents = len(nodes.first), high - low, self.parents[low:high]
-        nodes.first.extend(self.first[low:high])
-        nodes.last.extend(self.last[low:high])
-        nodes.parent.extend(np.where(parents >= 0, parents + (node - low), below))
-        nodes.level.extend(self.levels[low:high] + (nodes.level[below] + 1))
-        nodes.tree.extend(np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
-        nodes.entry.extend(self.entries[low:high])
-        nodes.flags.extend(count)
+        _append(nodes.first, self.first[low:high])
+        _append(nodes.last, self.last[low:high])
+        _append(nodes.parent, np.where(parents >= 0, parents + (node - low), below))
+        _append(nodes.level, self.levels[low:high] + (nodes.level[below] + 1))
+        _append(nodes.tree, np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
+        _append(nodes.entry, self.entries[low:high])
+        nodes.flags.frombytes(bytes(count))
         for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
             site, size, _ = builder._row(int(branches.sequence[branches.ordinals[self.calls[low + k]]]), branches.part)
             builder.stack.append(node + k)
@@ -166,6 +166,12 @@ def _unfollowed(branches, ordinals):
     """Branches that are gaps, or that no block follows (a gap next, or the part's end)."""
     gaps = branches.gaps
     return gaps[ordinals] | gaps[np.minimum(ordinals + 1, branches.count - 1)] | (ordinals + 1 == branches.count)
+
+
+def _append(column, values):
+    """Append numpy ``values`` to an array.array ``column``, converted to its item type."""
+    kind = {"q": np.int64, "i": np.int32, "Q": np.uint64}[column.typecode]
+    column.frombytes(memoryview(np.ascontiguousarray(values, dtype=kind)).cast("B"))
 
 
 def _pairs(steps, regular):
