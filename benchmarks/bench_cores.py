@@ -22,45 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_decode
 import bench_decode_loop
 import bench_scale
 import history
 import native_lldb
 
-_PLUGIN = """
-import json, sys, time
-from lldb_trace.trace_files import load_trace
-from lldb_trace.process_trace import ProcessTrace
-bundle = load_trace(sys.argv[1])
-trace = ProcessTrace(bundle, bundle.processes[0], workers=int(sys.argv[2]))
-tid = trace.tids[0]
-started = time.perf_counter()
-decoded = trace.decoded(tid)
-decode = time.perf_counter() - started
-forest = trace.call_forest(tid)
-print(json.dumps({"instructions": decoded.instruction_count, "errors": decoded.error_count, "decode": decode,
-                  "forest": time.perf_counter() - started - decode, "calls": len(forest),
-                  "loop": decoded.decode_loop, "storage": decoded.storage_bytes + forest.storage_bytes}))
-"""
-
-
-def _child(command):
-    """``(json printed by the command, peak RSS in MB)`` of one fresh process."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"{command[:3]} failed: {out[-500:]!r}")
-    return json.loads(out), usage.ru_maxrss / 1024
-
 
 def plugin(bundle, workers, repeat):
-    runs = [_child([sys.executable, "-c", _PLUGIN, str(bundle / "trace.json"), str(workers)]) for _ in range(repeat)]
-    result = dict(runs[-1][0])
-    for key in ("decode", "forest"):
-        result[key] = statistics.median(run[key] for run, _ in runs)
-    result["rss"] = statistics.median(rss for _, rss in runs)
-    return result
+    """The whole decode and call forest in fresh processes (bench_decode.py's API case), medians."""
+    case = bench_decode.measure_api(bundle / "trace.json", workers, repeat)
+    return {"instructions": case["instructions"], "decode": case["decode_seconds"], "forest": case["forest_seconds"],
+            "calls": case["calls"], "rss": case["max_rss_mb"], "loop": case["loop"]}  # fmt: skip
 
 
 def c_reference(program, bundle, repeat):

@@ -44,7 +44,7 @@ done = time.perf_counter()
 print(json.dumps({
     "instructions": decoded.instruction_count, "items": decoded.item_count, "errors": decoded.error_count,
     "decode_seconds": decoded_at - started, "forest_seconds": done - decoded_at, "total_seconds": done - started,
-    "calls": len(forest), "storage_bytes": decoded.storage_bytes,
+    "calls": len(forest), "storage_bytes": decoded.storage_bytes, "loop": decoded.decode_loop,
     "bytes_per_instruction": decoded.storage_bytes / max(1, decoded.instruction_count),
 }))
 """

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..export import FORMATS, ExportError, ExportResult, parse_duration, perfetto
+from ..export import FORMATS, ExportError, ExportResult, choose_axis, describe_export, parse_duration, perfetto
 from ..export.output import staged
-from ..export.stacks import Axis, Job, Names, ThreadCalls, from_frames
+from ..export.stacks import Job, Names, ThreadCalls, from_frames
 from .analyses import ExportedThread
 
 
@@ -33,14 +32,12 @@ def write_export(
     with_items = [thread for thread in threads if thread.frames is not None]
     if not with_items:
         raise ExportError(f"thread {threads[0].tid} has no traced items to export")
-    axis = _axis(with_items, format, weight)
+    timed = [(thread.tid, thread.frames.times) for thread in with_items if thread.frames is not None]
+    axis = choose_axis(timed, format, weight)
     minimum = parse_duration(min_duration, axis)
     if format == "perfetto":
         perfetto.protos()
-    description = f"lldb_trace {__version__} export, items {item_range or 'all'}, {axis.describe(format)}"
-    if minimum:
-        unit = {"ns": "ns", "ticks": "ticks", "items": "instructions"}[axis.unit]
-        description += f", calls shorter than {minimum} {unit} left out"
+    description = describe_export(item_range, axis, format, minimum)
     job = Job(Names(), axis, with_items[0].title, description, len(with_items) > 1)
     written = []
 
@@ -58,18 +55,3 @@ def write_export(
         FORMATS[format].write(out, prepared(), job)
     skipped = [thread.tid for thread in threads if thread.frames is None]
     return ExportResult(target, format, axis, written, skipped)
-
-
-def _axis(threads: Sequence[ExportedThread], format: str, weight: str | None) -> Axis:
-    """The Axis export.export chooses: time when asked (or, for timelines, when every thread is timed)."""
-    times = [thread.frames.times for thread in threads if thread.frames is not None]
-    if weight is None:
-        weight = "time" if format != "folded" and all(t.known for t in times) else "instructions"
-    if weight == "instructions":
-        return Axis("instructions", "items")
-    for thread, thread_times in zip(threads, times, strict=True):
-        if not thread_times.known:
-            raise ExportError(
-                f"thread {thread.tid} has no timestamps: export with --weight instructions (record with --tsc for them)"
-            )
-    return Axis("time", times[0].unit, min(t.origin() for t in times))

@@ -134,14 +134,11 @@ def export(
         raise ExportError(f"thread {threads[0].tid} has no traced items to export")
     for thread in with_items:
         parse_range(item_range, thread.item_count)  # a bad range fails before any file is made
-    axis = _axis(with_items, format, weight)
+    axis = choose_axis([(thread.tid, ThreadTimes.of(thread)) for thread in with_items], format, weight)
     minimum = parse_duration(min_duration, axis)
     if format == "perfetto":
         perfetto.protos()
-    description = f"lldb_trace {__version__} export, items {item_range or 'all'}, {axis.describe(format)}"
-    if minimum:
-        unit = {"ns": "ns", "ticks": "ticks", "items": "instructions"}[axis.unit]
-        description += f", calls shorter than {minimum} {unit} left out"
+    description = describe_export(item_range, axis, format, minimum)
     job = Job(Names(), axis, _title(with_items[0]), description, len(with_items) > 1)
     written = []
 
@@ -182,19 +179,28 @@ def parse_duration(value: str | int | None, axis: Axis) -> int:
     return int(number)
 
 
-def _axis(threads: list[TracedThread], format: str, weight: str | None) -> Axis:
-    """The export's Axis: time when asked (or by default for timelines when every thread is timed)."""
-    times = [ThreadTimes.of(thread) for thread in threads]
+def choose_axis(timed: Sequence[tuple[int, ThreadTimes]], format: str, weight: str | None) -> Axis:
+    """The export's Axis for threads ``(tid, their times)``: time when asked (or by default for timelines when
+    every thread is timed), else instructions."""
     if weight is None:
-        weight = "time" if format != "folded" and all(t.known for t in times) else "instructions"
+        weight = "time" if format != "folded" and all(times.known for _tid, times in timed) else "instructions"
     if weight == "instructions":
         return Axis("instructions", "items")
-    for thread, thread_times in zip(threads, times, strict=True):
-        if not thread_times.known:
+    for tid, times in timed:
+        if not times.known:
             raise ExportError(
-                f"thread {thread.tid} has no timestamps: export with --weight instructions (record with --tsc for them)"
+                f"thread {tid} has no timestamps: export with --weight instructions (record with --tsc for them)"
             )
-    return Axis("time", times[0].unit, min(t.origin() for t in times))
+    return Axis("time", timed[0][1].unit, min(times.origin() for _tid, times in timed))
+
+
+def describe_export(item_range: str | None, axis: Axis, format: str, minimum: int) -> str:
+    """The description an export file carries: the version, the items, the axis and the calls left out."""
+    description = f"lldb_trace {__version__} export, items {item_range or 'all'}, {axis.describe(format)}"
+    if minimum:
+        unit = {"ns": "ns", "ticks": "ticks", "items": "instructions"}[axis.unit]
+        description += f", calls shorter than {minimum} {unit} left out"
+    return description
 
 
 def _unique(threads: Iterable[TracedThread]) -> list[TracedThread]:
