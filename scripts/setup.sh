@@ -11,8 +11,14 @@ packages=()
 ldconfig -p 2>/dev/null | grep -q 'libipt\.so\.2 ' || packages+=(libipt2)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+if ! command -v gcc >/dev/null; then  # gcc builds the compiled decode loops (setup.py); the tests compile programs
+  if [ "$mode" = test ] || [ "$(id -u)" -eq 0 ]; then
+    packages+=(gcc libc6-dev)
+  else
+    echo "note: no gcc: the decode loops will run in Python, about 12 times slower; install gcc and run this again" >&2
+  fi
+fi
 if [ "$mode" = test ]; then
-  command -v gcc >/dev/null || packages+=(gcc libc6-dev)
   [ -f /usr/include/intel-pt.h ] || packages+=(libipt-dev)  # struct layout cross-check
   command -v strip >/dev/null || packages+=(binutils)
   command -v gdb >/dev/null || packages+=(gdb)  # GDB's record full and gcore: references the tests compare with
