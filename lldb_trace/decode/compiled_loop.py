@@ -62,11 +62,16 @@ def _layout():
     )  # fmt: skip
 
 
-def library_path():
-    """The built library, or None."""
+def library_path(name=LIBRARY_NAME):
+    """The library setup.py built as the extension ``lldb_trace.decode.NAME``, or None."""
     folder = Path(__file__).resolve().parent
-    paths = (folder / (LIBRARY_NAME + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    paths = (folder / (name + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
     return next((path for path in paths if path.is_file()), None)
+
+
+def python_asked():
+    """Whether ``LLDB_TRACE_DECODE_LOOP=python`` asks for the Python code (of the decode loop and the forest)."""
+    return os.environ.get(ENVIRONMENT, "").strip().lower() == "python"
 
 
 @functools.cache
@@ -94,7 +99,7 @@ def _library():
 
 def unavailable_reason():
     """Why decoding uses the Python loop; None when it uses the compiled one."""
-    if os.environ.get(ENVIRONMENT, "").strip().lower() == "python":
+    if python_asked():
         return f"{ENVIRONMENT}=python"
     return _library()[1]
 

@@ -3,19 +3,16 @@
 setup.py builds it at install as an optional extension, next to this file under the name setuptools
 gives extensions; it is loaded as a plain shared library, not imported.  Where it was not built (no C
 compiler), was built from another version of forest_runs.c, or ``LLDB_TRACE_DECODE_LOOP=python`` asks
-for the Python code (the decode loop's switch, compiled_loop.py), branches.py and regular_runs.py run
+for the Python code (the decode loop's switch, compiled_loop.python_asked), branches.py and regular_runs.py run
 their numpy code instead, with the same results.
 """
 
 import ctypes
 import functools
-import os
-from importlib.machinery import EXTENSION_SUFFIXES
-from pathlib import Path
 
 import numpy as np
 
-from .compiled_loop import ENVIRONMENT
+from .compiled_loop import library_path, python_asked
 
 LIBRARY_NAME = "_forest_runs"  # setup.py's extension lldb_trace.decode._forest_runs
 _ABI = 1  # FOREST_RUNS_ABI in forest_runs.c
@@ -47,16 +44,14 @@ _SIGNATURES = {
 
 def library():
     """The loaded library, or None: not built, stale, or the Python code asked for."""
-    if os.environ.get(ENVIRONMENT, "").strip().lower() == "python":
+    if python_asked():
         return None
     return _load()
 
 
 @functools.cache
 def _load():
-    folder = Path(__file__).resolve().parent
-    paths = (folder / (LIBRARY_NAME + suffix) for suffix in EXTENSION_SUFFIXES)
-    path = next((path for path in paths if path.is_file()), None)
+    path = library_path(LIBRARY_NAME)
     if path is None:
         return None
     try:

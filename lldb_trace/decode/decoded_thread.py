@@ -118,10 +118,7 @@ class DecodedPart:
             ordinal += 1
             items += size
             last_end = end_ip
-        self.instruction_count += items - self.item_count
-        self.item_count = items
-        if last_end is not None:
-            self.end_ip = self.last_instruction = last_end
+        self._reached(items, last_end)
 
     def add_rows_and_blocks(self, rows, sequence, checkpoints, items, last_end):
         """Append what one call of the compiled loop decoded (compiled_loop.py), as numpy arrays.
@@ -134,6 +131,10 @@ class DecodedPart:
         self._fit_sequence()
         self.block_sequence.frombytes(memoryview(sequence.astype(self.block_sequence.typecode)).cast("B"))
         self.checkpoints.frombytes(memoryview(checkpoints).cast("B"))
+        self._reached(items, last_end)
+
+    def _reached(self, items, last_end):
+        """Blocks were added up to item count ``items``; ``last_end``: the last one's last instruction (or None)."""
         self.instruction_count += items - self.item_count
         self.item_count = items
         if last_end is not None:
