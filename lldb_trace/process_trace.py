@@ -24,7 +24,7 @@ from .decode.call_forest import CallForest
 from .decode.cursor import TraceCursor
 from .decode.decoded_thread import DecodedPart, DecodedThread
 from .decode.decoder_cpu import decoder_cpu
-from .decode.parallel import decode_piece, piece_jobs
+from .decode.parallel import ForestMaker, decode_piece, piece_jobs
 from .decode.process_code import process_code
 from .decode.tail import TraceTail
 from .decode.workers import worker_count
@@ -129,20 +129,24 @@ class ProcessTrace:
         """The CallForest of ``tid`` if it was already built (info commands must not build it)."""
         return self._forests.get(tid)
 
-    def decoded(self, tid: int) -> DecodedThread | None:
-        """The DecodedThread of ``tid``, or None when the thread has no trace."""
+    def decoded(self, tid: int, for_forest: bool = False) -> DecodedThread | None:
+        """The DecodedThread of ``tid``, or None when the thread has no trace.
+
+        ``for_forest``: the call forest is wanted next, so a decode in pieces builds each piece's forest too.
+        """
         self._forget_if_changed(tid)
         if tid not in self._decoded:
             trace = self.trace_bytes(tid)
             if trace is None:
                 return None
-            self._decode_whole(tid, trace)
+            self._decode_whole(tid, trace, for_forest)
         return self._decoded[tid]
 
-    def _decode_whole(self, tid: int, trace: TraceBytes) -> DecodedThread:
+    def _decode_whole(self, tid: int, trace: TraceBytes, for_forest: bool = False) -> DecodedThread:
         title = f"Decoding the trace of thread {tid}"
         breaks = self.source.breaks(tid)
-        decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks)
+        forest = self._forest_maker() if for_forest else None
+        decoded = decode_thread_trace(trace, self.cpu, self.image, self.expander, self.workers, title, breaks, forest)
         self._name_missing_code(decoded)
         self._decoded[tid] = decoded
         self._tails.pop(tid, None)
@@ -156,11 +160,15 @@ class ProcessTrace:
             return None
         return piece_jobs(trace, self.cpu, pieces)
 
-    def decoded_piece(self, tid: int, job: tuple[int, int, int | None]) -> DecodedPart:
-        """One of piece_jobs' pieces, decoded in this process."""
+    def decoded_piece(self, tid: int, job: tuple[int, int, int | None], for_forest: bool = False) -> DecodedPart:
+        """One of piece_jobs' pieces, decoded in this process (``for_forest``: with its call forest, to be joined)."""
         trace = self.trace_bytes(tid)
         assert trace is not None, "piece_jobs gave no jobs for a thread without a trace"
-        return decode_piece(trace, self.cpu, self.image, self.expander, job)
+        forest = self._forest_maker() if for_forest else None
+        return decode_piece(trace, self.cpu, self.image, self.expander, job, forest=forest)
+
+    def _forest_maker(self) -> ForestMaker:
+        return ForestMaker(self.functions, self.code.plt or None)
 
     def adopt_pieces(self, tid: int, parts: list[DecodedPart], seconds: float) -> DecodedThread:
         """Take ``tid``'s decode as the decoded_piece parts of all its piece_jobs, in order (the same as decoded's)."""
@@ -263,7 +271,7 @@ class ProcessTrace:
     def call_forest(self, tid: int) -> CallForest:
         """The CallForest of ``tid`` (built on first use, kept)."""
         if tid not in self._forests:
-            decoded = self.decoded(tid)
+            decoded = self.decoded(tid, for_forest=True)
             if decoded is None:
                 raise LldbTraceError(f"thread {tid} has no trace of its own")
             with progress.task(f"Building the call tree of thread {tid}", decoded.item_count) as task:

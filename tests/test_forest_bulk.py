@@ -6,7 +6,8 @@ build must give the same rows on every committed bundle, with every run of regul
 in bulk (shortest run 1), at the default threshold, and with the branches judged a few at a time
 (runs cut at every seam), each with the compiled loops (forest_runs.c) and with their numpy
 fallback, and on forest_mix.c, a program that mixes all of those cases into long regular
-stretches: recorded and decoded whole and in pieces, and recorded live (where its clock reads
+stretches: recorded and decoded whole and in pieces (and joined from forests built per piece, as
+test_piece_forest.py checks on the committed bundles), and recorded live (where its clock reads
 run untraced in the vdso).  test_forest_compiled.py stresses the compiled loops further.
 """
 
@@ -15,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+from support.forests import COLUMNS, assert_joins_alike, rows
 from support.paths import SOURCES, TRACES
 
 import lldb_trace.api as api
@@ -35,18 +37,10 @@ from lldb_trace.decode.plt import PltSections
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 
-COLUMNS = ("first", "last", "parent", "depth", "entry", "extra_rows", "extra_values", "flags")
 BUNDLES = sorted(path.parent for path in TRACES.rglob("trace.json"))
 SOURCE = SOURCES / "forest_mix.c"
 LIBRARY = SOURCES / "forest_mix_lib.c"
 EVERY_KIND = (UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED)
-
-
-def rows(forest):
-    """Everything a forest says: its columns and each row's call item."""
-    return {name: getattr(forest, name) for name in COLUMNS} | {
-        "call items": [forest.call_item(row) for row in range(len(forest))]
-    }
 
 
 def assert_built_alike(decoded, expander, functions, plt):
@@ -161,3 +155,10 @@ def test_a_live_recording_with_untraced_vdso_calls_builds_alike(tmp_path, monkey
         target.GetProcess().Kill()
     finally:
         session.close()
+
+
+def test_a_generated_trace_joins_from_forests_built_per_piece(mixed):
+    """Cut at PSBs every few hundred bytes, pieces begin inside every irregular case: each joins or is built
+    again, and the forest is the single pass's."""
+    trace = ProcessTrace(load_trace(mixed), load_trace(mixed).processes[0], workers=1)
+    assert_joins_alike(trace, trace.tids[0], (2, 5, 16, 64))

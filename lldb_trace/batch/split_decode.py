@@ -2,13 +2,14 @@
 
 A thread whose trace holds at least ``--split-above`` MB is cut at PSBs into
 one piece per worker, the cut a single process makes for its forked decoders
-(decode/parallel.py).  Each worker decodes its piece and sends it back as raw
-columns (decode/part_transfer.py); this process joins them as a single
-process joins its own pieces, so the decode is the same, and runs the
-thread's analysis on it: the call forest and what the command asks need the
-whole thread, whose stack no piece knows at its start.  The cluster does the
-decoding, which is most of the work; this machine needs the memory of one
-decoded thread and its call forest.
+(decode/parallel.py).  Each worker decodes its piece, builds its call forest
+(decode/piece_forest.py) and sends both back as raw columns
+(decode/part_transfer.py); this process joins them as a single process joins
+its own pieces, so the decode and the forest are the same, and runs the
+thread's analysis on them: what the commands print needs the whole thread's
+call stacks.  The cluster does the decoding and builds the forest, which are
+most of the work; this machine needs the memory of one decoded thread and
+its call forest.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ def planned_pieces(source: Source, pid: int, tid: int, pieces: int, least_bytes:
 
 
 def decoded_piece(source: Source, pid: int, tid: int, job: Job) -> Outcome[bytes]:
-    """One piece of the thread's trace, decoded, as part_transfer's bytes (on a worker)."""
+    """One piece of the thread's trace, decoded with its call forest, as part_transfer's bytes (on a worker)."""
     try:
-        part = thread_of(source, pid, tid).process_trace.decoded_piece(tid, job)
+        part = thread_of(source, pid, tid).process_trace.decoded_piece(tid, job, for_forest=True)
     except LldbTraceError as error:
         return Outcome(error=str(error))
     out = io.BytesIO()

@@ -13,19 +13,20 @@ from .parallel import PIECE_MIN_BYTES, decode_pieces
 DATA_LOST = -1002  # the gap code where the trace does not continue (a break: data lost in recording)
 
 
-def decode_thread_trace(trace, cpu, image, expander, workers=1, title="Decoding a trace", breaks=()):
+def decode_thread_trace(trace, cpu, image, expander, workers=1, title="Decoding a trace", breaks=(), forest=None):
     """A DecodedThread of ``trace``: in pieces on ``workers`` processes when it is large enough to pay.
 
     ``breaks`` (with ``offset`` and ``reason``) are where the bytes stop continuing each other (trace lost
     while recording): each stretch between them is decoded on its own, and a gap item says what was lost.
     The decode is a progress task named ``title``; an interrupt raises WorkInterruptedError, keeping nothing.
+    ``forest`` (a parallel.ForestMaker) has the pieces' call forests built where they are decoded.
     """
     started = time.perf_counter()
     with progress.task(title, len(trace)) as task:
         if breaks:
             parts = _decode_stretches(trace, cpu, image, expander, breaks, task)
         elif workers > 1 and len(trace) >= PIECE_MIN_BYTES:
-            parts = decode_pieces(trace, cpu, image, expander, workers, task)
+            parts = decode_pieces(trace, cpu, image, expander, workers, task, forest)
         else:
             parts = [decode_part(trace, cpu, image, expander, task=task)]
     return DecodedThread(parts, time.perf_counter() - started)

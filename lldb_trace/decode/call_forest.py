@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import progress
-from . import forest_builder
+from . import forest_builder, forest_join
 from .forest_builder import ASYNCHRONOUS, LAZY_BINDING, LEFT_NON_LOCALLY, TAIL_CALL, UNTRACED_START
 
 
@@ -24,7 +24,8 @@ class CallForest:
 
     def __init__(self, decoded, expander, functions, plt=None, shortest_run=forest_builder.SHORTEST_RUN, task=None):
         task = task or progress.QUIET
-        built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task)
+        pieces = forest_join.PieceJoins(decoded, task) if any(p.piece_forest for p in decoded.parts) else None
+        built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task, pieces)
         depth = _column(built, "level", np.int32)  # the built column, made the depths in place
         depth -= np.array(built.tree_levels, dtype=np.int32)[_column(built, "tree", np.int32)]
         first = _column(built, "first", np.int32)

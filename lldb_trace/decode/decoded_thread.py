@@ -68,6 +68,7 @@ class DecodedPart:
         self.last_instruction = None  # the last instruction's address
         self.truncation = None  # a truncation.Cut when the trace file ends inside a packet
         self.decode_loop = None  # which loop decoded the blocks: "compiled" (block_loop.c) or "python"
+        self.piece_forest = None  # its call forest, built where it was decoded (piece_forest.py), until joined
 
     # -- size -------------------------------------------------------------------------
 

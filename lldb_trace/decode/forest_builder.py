@@ -40,8 +40,8 @@ import numpy as np
 
 from .. import progress
 from ..libipt import EventType
-from ..x86.instructions import Transfer
 from . import compiled_runs, regular_runs
+from .block_facts import BlockFacts
 from .branches import CALL, JUMP, RETURN, PartBranches
 
 UNTRACED_START, LAZY_BINDING, TAIL_CALL, ASYNCHRONOUS, LEFT_NON_LOCALLY, SWITCHED = 1, 2, 4, 8, 16, 32
@@ -67,17 +67,20 @@ class ForestArrays:
         self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
 
 
-def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN, task=progress.QUIET):
+def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN, task=progress.QUIET, pieces=None):
     """ForestArrays of ``decoded``; ``functions`` is a FunctionRanges, ``plt`` the PltSections (or None).
 
     Runs of at least ``shortest_run`` regular branches are built in bulk (regular_runs.py); None visits
     every branch one by one: the reference the bulk build must match exactly.  ``task`` (a
-    progress.Task) hears the items done after each slice, and may stop the build there.
+    progress.Task) hears the items done after each slice, and may stop the build there.  ``pieces``
+    (a forest_join.PieceJoins) joins the parts whose forest was built where they were decoded.
     """
-    builder = _Builder(decoded, expander, functions, plt, shortest_run, task)
+    builder = Builder(decoded, expander, functions, plt, shortest_run, task)
     parts = decoded.parts
     for k, part in enumerate(parts):
-        builder.part(part, decoded.part_starts[k], _first_ip(parts[k + 1]) if k + 1 < len(parts) else None)
+        base, next_ip = decoded.part_starts[k], _first_ip(parts[k + 1]) if k + 1 < len(parts) else None
+        if pieces is None or not pieces.joined(builder, k, base, next_ip):
+            builder.part(part, base, next_ip)
     builder.close_all(decoded.item_count - 1)
     return builder.nodes
 
@@ -89,7 +92,7 @@ def _first_ip(part):
     return part.block_ips[part.block_sequence[0]]
 
 
-class _Builder:
+class Builder:
     def __init__(self, decoded, expander, functions, plt, shortest_run, task):
         self.expander, self.functions, self.plt, self.shortest_run = expander, functions, plt, shortest_run
         self.task = task
@@ -97,7 +100,7 @@ class _Builder:
         # The open frames, innermost last: node, return address, the pc of the frame below while it is
         # open (its call instruction; for an asynchronous frame, where the interrupted code resumes), PLT state.
         self.stack, self.returns, self.call_sites, self.states = [], [], [], []
-        self.row_facts = {}
+        self.blocks = BlockFacts(expander, functions, plt)
         events = decoded.events
         self.resumed_at = {e.index: e.ip for e in events if e.type == EventType.ENABLED}
         self.stopped_at = {e.index: e.ip for e in events if e.type in _DISABLED}
@@ -114,13 +117,13 @@ class _Builder:
         nodes = self.nodes
         if parent is None:
             parent = self.stack[-1] if self.stack else -1
-        if parent < 0:
+        if parent == -1:
             nodes.tree_levels.append(0)  # a new tree
         node = len(nodes.first)
         nodes.first.append(first)
         nodes.last.append(-1)
         nodes.parent.append(parent)
-        nodes.level.append(nodes.level[parent] + 1 if parent >= 0 else 0)
+        nodes.level.append(self._level_of(parent) + 1 if parent != -1 else 0)
         nodes.tree.append(len(nodes.tree_levels) - 1)
         nodes.entry.append(entry or 0)
         if extra:
@@ -149,10 +152,9 @@ class _Builder:
 
     def part(self, part, base, next_ip):
         """Visit one part's branches, a slice at a time; ``next_ip`` is where the next part starts."""
-        self.row_facts = {}  # rows are numbered per part
         if not part.block_sequence:
             return
-        tail_rows, rows, start = self._rows_with_tail_jumps(part), None, base
+        tail_rows, rows, start = self.blocks.tail_rows(part), None, base
         for low in range(0, len(part.block_sequence), SLICE):
             high = min(low + SLICE, len(part.block_sequence))
             branches = PartBranches(part, start, next_ip, tail_rows, low, high, self.scratch)
@@ -175,7 +177,7 @@ class _Builder:
             runs = regular_runs.RegularRuns(self, branches, rows, low, min(low + regular_runs.CHUNK, count))
             for start, stop in runs.bounds:
                 self.visit(branches, done, start)
-                if self.stack and (self.states[-1] or stop - start < self.shortest_run):
+                if self.stack and (self._following_stub() or stop - start < self.shortest_run):
                     self.visit(branches, start, stop)  # the innermost frame is still following a PLT stub
                 elif self.stack:
                     runs.add(start, stop)
@@ -201,7 +203,7 @@ class _Builder:
         self.events_until(first)
         part = branches.part
         if row in branches.tail_rows:
-            for offset, target in self._row(row, part)[2]:
+            for offset, target in self.blocks.of(row, part)[2]:
                 self.tail_call(first + offset, target)
         at_end = ordinal + 1 == branches.count
         target = ips[sequence[ordinal + 1]] if following else (branches.next_ip if at_end else None)
@@ -221,7 +223,7 @@ class _Builder:
         for index in [i for i, ip in self.stopped_at.items() if ip is None and base < i <= branches.next_base]:
             ordinal = int(np.searchsorted(ends, index - 1))
             if ordinal < len(ends) and ends[ordinal] == index - 1 and not branches.gaps[ordinal]:
-                address, size, _ = self._row(int(branches.sequence[ordinal]), branches.part)
+                address, size, _ = self.blocks.of(int(branches.sequence[ordinal]), branches.part)
                 self.stopped_at[index] = address + size
 
     def events_until(self, item):
@@ -233,7 +235,7 @@ class _Builder:
             self.resumed(index, self.resumed_at[index], self.stopped_at.get(index))
 
     def call(self, row, part, item, target):
-        call_site, size, _ = self._row(row, part)
+        call_site, size, _ = self.blocks.of(row, part)
         return_address = call_site + size
         if self.resumed_at.get(item + 1) == return_address and item + 1 in self.stopped_at:
             self.untraced_callees.add(item + 1)  # tracing stopped at the callee and resumed at the return
@@ -258,7 +260,7 @@ class _Builder:
             self.pop(item)
             self.open(item + 1, target, resume, resume, ASYNCHRONOUS, extra=resume)
         elif not self._land(target, item, self.call_sites[-1]):
-            self._switch(flags, item, target, self._row(row, part)[0])
+            self._switch(flags, item, target, self.blocks.of(row, part)[0])
 
     def _switch(self, flags, item, target, switch_address):
         """A return to no open function: the thread switched context (swapcontext) and runs another stack.
@@ -276,11 +278,11 @@ class _Builder:
     def jump(self, row, part, item, target):
         if target is None or not self.stack:
             return
-        if self.states[-1]:
+        if self._following_stub():
             self._resolve_stub(row, part, item, target)
             return
-        jump_address = self._row(row, part)[0]
-        if self._into_stub(jump_address, target):
+        jump_address = self.blocks.of(row, part)[0]
+        if self.blocks.into_stub(jump_address, target):
             self.tail_call(item, target)  # through another PLT stub: followed to its function from there
             return
         here, there = self.functions.containing(jump_address), self.functions.containing(target)
@@ -289,15 +291,11 @@ class _Builder:
         if not self._land(target, item, self.call_sites[-1]) and there[0] == target:
             self.tail_call(item, target)
 
-    def _into_stub(self, jump_address, target):
-        """Does a jump from ``jump_address`` enter a PLT stub from outside the PLT (a tail call through it)?"""
-        return self.plt is not None and self.plt.contains(target) and not self.plt.contains(jump_address)
-
     def tail_call(self, item, target):
         """The frame's function jumped to ``target``, another function's entry: that function replaces the frame."""
         nodes = self.nodes
         node = self.stack[-1] if self.stack else -1
-        if node < 0 or nodes.parent[node] < 0:
+        if node == -1 or nodes.parent[node] == -1:
             return  # the tree's first frame: its caller is unknown anyway
         call_item = nodes.call_items.get(node, nodes.first[node] - 1)
         return_address, call_site = self.returns[-1], self.call_sites[-1]
@@ -311,13 +309,39 @@ class _Builder:
             return
         if item in self.untraced_callees:
             return
-        nodes = self.nodes
-        for depth in range(len(self.stack) - 1, -1, -1):
-            if nodes.flags[self.stack[depth]] & ASYNCHRONOUS and self.returns[depth] == resumed_ip:
-                while len(self.stack) > depth:  # rt_sigreturn: back to the interrupted code
-                    self.pop(item - 1)
-                return
+        depth = self._signal_frame(resumed_ip)
+        if depth is not None:
+            while len(self.stack) > depth:  # rt_sigreturn: back to the interrupted code
+                self.pop(item - 1)
+            return
         self.open(item, resumed_ip, stopped_ip, stopped_ip, ASYNCHRONOUS, extra=stopped_ip)
+
+    # -- what the open frames are (piece_forest.py answers for frames opened before a piece) ------------
+
+    def _level_of(self, node):
+        return self.nodes.level[node]
+
+    def _following_stub(self):
+        """Is the innermost frame still following a PLT stub (to its function, or through ld.so's resolver)?"""
+        return self.states[-1]
+
+    def _signal_frame(self, resumed_ip):
+        """The depth of the innermost signal handler's frame whose interrupted code resumes at ``resumed_ip``."""
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if self._is_signal_frame(depth, resumed_ip):
+                return depth
+        return None
+
+    def _is_signal_frame(self, depth, resumed_ip):
+        return self.nodes.flags[self.stack[depth]] & ASYNCHRONOUS and self.returns[depth] == resumed_ip
+
+    def _unknown(self, pc):
+        """Is ``pc`` (a frame's, in _land) one nobody knows?  Never here: every frame was opened in the trace."""
+        return False
+
+    def _found_below(self, pc, function):
+        """Is ``function`` open below the frame whose pc is ``pc``, where the open frames end here?  No."""
+        return False
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -352,13 +376,15 @@ class _Builder:
             return False
         pc = innermost_pc
         for depth in range(len(self.stack) - 2, -1, -1):
+            if self._unknown(pc):
+                break
             if pc is not None and self.functions.containing(pc) == function:
                 while len(self.stack) > depth + 1:
                     returned = len(self.stack) == depth + 2 and self.returns[-1] == target
                     self.pop(item, 0 if returned else LEFT_NON_LOCALLY)
                 return True
             pc = self.call_sites[depth]
-        return False
+        return self._found_below(pc, function)
 
     def _resolve_stub(self, row, part, item, target):
         """Follow a PLT call's jump at ``item``: on to PLT0 and the resolver, or into the function it reaches."""
@@ -367,7 +393,7 @@ class _Builder:
         if self.states[-1] == _IN_STUB:
             if plt.contains(target):
                 return  # on to PLT0, for a first, lazy call
-            if plt.in_plt0(self._row(row, part)[0]):
+            if plt.in_plt0(self.blocks.of(row, part)[0]):
                 self.states[-1] = _IN_RESOLVER  # PLT0 jumped into ld.so's resolver
                 nodes.flags[node] |= LAZY_BINDING
                 return
@@ -375,31 +401,3 @@ class _Builder:
         nodes.entry[node] = target
         nodes.entered[node] = item + 1
         self.states[-1] = _NOT_RESOLVING
-
-    def _row(self, row, part):
-        """``(last instruction's address, its size, [(offset, target) of tail jumps inside])`` of a row."""
-        facts = self.row_facts.get(row)
-        if facts is None:
-            addresses = self.expander.addresses(part.block_ips[row], part.block_sizes[row])
-            last = self.expander.classifier[addresses[-1]]
-            facts = self.row_facts[row] = (addresses[-1], last.size, self._tail_jumps(addresses))
-        return facts
-
-    def _tail_jumps(self, addresses):
-        """Direct jumps inside a block (not its last instruction) to the entry of another function."""
-        found = []
-        classify, functions = self.expander.classifier, self.functions
-        for offset, address in enumerate(addresses[:-1]):
-            insn = classify[address]
-            if insn.transfer == Transfer.DIRECT and insn.target != insn.next_address:
-                if self._into_stub(address, insn.target):
-                    found.append((offset, insn.target))
-                    continue
-                there = functions.containing(insn.target)
-                if there is not None and there[0] == insn.target and functions.containing(address) != there:
-                    found.append((offset, insn.target))
-        return found
-
-    def _rows_with_tail_jumps(self, part):
-        """Rows (distinct blocks) of ``part`` holding a tail jump; each distinct block is examined once."""
-        return {row for row in range(len(part.block_ips)) if part.block_sizes[row] and self._row(row, part)[2]}

@@ -28,6 +28,7 @@ from ..libipt import LibiptError, StatusFlag
 from .decode_loop import decode_part
 from .decoded_thread import DecodedPart
 from .part_transfer import PartTransferError, read_part, write_part
+from .piece_forest import build_piece
 
 PIECE_MIN_BYTES = 64 * 1024  # smaller traces decode in one pass: forking costs more than it saves
 CHILD_CRASHED = -1000  # the gap code for a piece whose decoder process died
@@ -92,10 +93,11 @@ def piece_jobs(trace, cpu, pieces):
     return [(bounds[k], bounds[k + 1], cuts.get(bounds[k + 1])) for k in range(len(bounds) - 1)]
 
 
-def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET):
+def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET, forest=None):
     """The finished DecodedPart of ``job``: ``(start, end, resume ip of the piece after it or None)``.
 
-    The piece is read in place (a memoryview), so a mapped trace file is not copied.
+    The piece is read in place (a memoryview), so a mapped trace file is not copied.  ``forest``, a
+    ForestMaker, builds the piece's call forest there too (its ``piece_forest``).
     """
     start, end, next_ip = job
     piece = memoryview(trace)[start:end]
@@ -103,16 +105,26 @@ def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET):
     if next_ip is not None:
         part.trim_overrun(next_ip, expander)
     part.finish()
+    if forest is not None:
+        part.piece_forest = build_piece(part, next_ip, expander, forest.functions, forest.plt, outer=start > 0)
     return part
 
 
-def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET):
+class ForestMaker:
+    """What building a piece's call forest needs besides the piece: the modules' functions and PLTs."""
+
+    def __init__(self, functions, plt):
+        self.functions, self.plt = functions, plt
+
+
+def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET, forest=None):
     """DecodedParts of ``trace`` cut into ``pieces`` (see plan_pieces), decoded concurrently.
 
     ``task`` hears the first piece's progress here, then each piece's end; if it is interrupted,
-    the children still decoding are killed.
+    the children still decoding are killed.  ``forest`` (a ForestMaker) has each piece's call forest
+    built where it is decoded, for the call forest to join.
     """
-    decoder = _PieceDecoder(trace, cpu, image, expander)
+    decoder = _PieceDecoder(trace, cpu, image, expander, forest)
     jobs = piece_jobs(trace, cpu, pieces)
     children = [decoder.fork(job) for job in jobs[1:]]
     try:
@@ -142,11 +154,11 @@ def _kill(child):
 class _PieceDecoder:
     """Decodes pieces ``(start, end, next piece's resume ip)`` of one trace, here or in a child."""
 
-    def __init__(self, trace, cpu, image, expander):
-        self.trace, self.cpu, self.image, self.expander = trace, cpu, image, expander
+    def __init__(self, trace, cpu, image, expander, forest):
+        self.trace, self.cpu, self.image, self.expander, self.forest = trace, cpu, image, expander, forest
 
     def decode(self, job, task=progress.QUIET):
-        return decode_piece(self.trace, self.cpu, self.image, self.expander, job, task)
+        return decode_piece(self.trace, self.cpu, self.image, self.expander, job, task, self.forest)
 
     def fork(self, job):
         """Start a child decoding ``job``; ``(pid, read end of its pipe)``, or None if fork failed."""

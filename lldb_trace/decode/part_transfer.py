@@ -15,6 +15,7 @@ from array import array
 from ..libipt import PacketType
 from .decoded_thread import DecodedPart
 from .gap_table import GapTable
+from .piece_forest import PieceForest
 from .truncation import Cut
 
 _LENGTH = struct.Struct("<Q")
@@ -41,12 +42,17 @@ def read_part(stream):
     header = json.loads(_read_exactly(stream, length))
     part = DecodedPart.__new__(DecodedPart)
     gaps = GapTable.__new__(GapTable)
+    forest = PieceForest.__new__(PieceForest)
+    owners = {"part": part, "gaps": gaps, "forest": forest}
     for owner, name, typecode, count in header["columns"]:
         column = array(typecode, [0]) * count  # its final size, filled from the stream below
         _read_into(stream, memoryview(column).cast("B"))
-        setattr(part if owner == "part" else gaps, name, column)
+        setattr(owners[owner], name, column)
     vars(part).update(header["part"])
     vars(gaps).update(header["gaps"])
+    if header["forest"] is not None:
+        vars(forest).update(header["forest"])
+        part.piece_forest = forest
     gaps._text_ids = {text: k for k, text in enumerate(gaps._text_table)}
     part.gaps = gaps
     cut = header["truncation"]
@@ -58,15 +64,21 @@ def read_part(stream):
 
 def _describe(part):
     """``(header, columns)``: the part's scalars and column descriptions, and the columns in that order."""
-    header = {"part": {}, "gaps": {}, "columns": [], "truncation": None}
+    header = {"part": {}, "gaps": {}, "forest": None, "columns": [], "truncation": None}
     columns = []
-    for owner, fields in (("part", vars(part)), ("gaps", vars(part.gaps))):
+    owners = [("part", vars(part)), ("gaps", vars(part.gaps))]
+    if part.piece_forest is not None:  # its columns, and its other fields (plain JSON data) in the header
+        owners.append(("forest", vars(part.piece_forest)))
+        header["forest"] = {}
+    for owner, fields in owners:
         for name, value in fields.items():
             if isinstance(value, array):
                 header["columns"].append((owner, name, value.typecode, len(value)))
                 columns.append(value)
             elif name == "_text_table":
                 header["gaps"][name] = value
+            elif owner == "forest":
+                header["forest"][name] = value
             elif isinstance(value, _SCALARS) and name != "truncation":
                 header[owner][name] = value
     if part.truncation is not None:

@@ -41,7 +41,7 @@ class PartRows:
             self.stub[[row for row in range(count) if builder.plt.contains(ips[row])]] = True
         self.returns = np.zeros(count, dtype=np.uint64)  # a call's return address
         for row in np.flatnonzero(np.frombuffer(branches.part.row_classes, dtype=np.uint8) == CALL).tolist():
-            site, size, _ = builder._row(row, branches.part)
+            site, size, _ = builder.blocks.of(row, branches.part)
             self.returns[row] = site + size
         self.jumps = {}  # (row, target row) -> does a jump from that block there stay inside its function?
 
@@ -107,15 +107,16 @@ class RegularRuns:
             return  # only jumps inside their function
         nodes, below = builder.nodes, builder.stack[-1]
         node, count, parents = len(nodes.first), high - low, self.parents[low:high]
-        _append(nodes.first, self.first[low:high])
-        _append(nodes.last, self.last[low:high])
-        _append(nodes.parent, np.where(parents >= 0, parents + (node - low), below))
-        _append(nodes.level, self.levels[low:high] + (nodes.level[below] + 1))
-        _append(nodes.tree, np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
-        _append(nodes.entry, self.entries[low:high])
+        append_column(nodes.first, self.first[low:high])
+        append_column(nodes.last, self.last[low:high])
+        append_column(nodes.parent, np.where(parents >= 0, parents + (node - low), below))
+        append_column(nodes.level, self.levels[low:high] + (builder._level_of(below) + 1))
+        append_column(nodes.tree, np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
+        append_column(nodes.entry, self.entries[low:high])
         nodes.flags.frombytes(bytes(count))
         for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
-            site, size, _ = builder._row(int(branches.sequence[branches.ordinals[self.calls[low + k]]]), branches.part)
+            row = int(branches.sequence[branches.ordinals[self.calls[low + k]]])
+            site, size, _ = builder.blocks.of(row, branches.part)
             builder.stack.append(node + k)
             builder.returns.append(site + size)
             builder.call_sites.append(site)
@@ -138,10 +139,10 @@ class RegularRuns:
         found = rows.jumps.get((row, target_row))
         if found is None:
             builder = self.builder
-            address, target = builder._row(row, self.branches.part)[0], self.branches.ips[target_row]
+            address, target = builder.blocks.of(row, self.branches.part)[0], self.branches.ips[target_row]
             there = builder.functions.containing(target)
             inside = there is None or there == builder.functions.containing(address)
-            found = rows.jumps[row, target_row] = inside and not builder._into_stub(address, target)
+            found = rows.jumps[row, target_row] = inside and not builder.blocks.into_stub(address, target)
         return found
 
 
@@ -168,9 +169,9 @@ def _unfollowed(branches, ordinals):
     return gaps[ordinals] | gaps[np.minimum(ordinals + 1, branches.count - 1)] | (ordinals + 1 == branches.count)
 
 
-def _append(column, values):
+def append_column(column, values):
     """Append numpy ``values`` to an array.array ``column``, converted to its item type."""
-    kind = {"q": np.int64, "i": np.int32, "Q": np.uint64}[column.typecode]
+    kind = {"q": np.int64, "i": np.int32, "Q": np.uint64, "B": np.uint8}[column.typecode]
     column.frombytes(memoryview(np.ascontiguousarray(values, dtype=kind)).cast("B"))
 
 
