@@ -37,7 +37,7 @@ bundle = load_trace(sys.argv[1])
 trace = ProcessTrace(bundle, bundle.processes[0], workers=int(sys.argv[2]))
 tid = trace.tids[0]
 started = time.perf_counter()
-decoded = trace.decoded(tid)
+decoded = trace.decoded(tid, for_forest=True)  # with workers, each piece's call forest is built in its worker too
 decoded_at = time.perf_counter()
 forest = trace.call_forest(tid)
 done = time.perf_counter()

@@ -57,14 +57,16 @@ class ForestArrays:
 
     def __init__(self, wide):
         self.first, self.last = (array("q"), array("q")) if wide else (array("i"), array("i"))  # item indices
-        self.parent, self.level, self.tree = array("i"), array("i"), array("i")
+        self.parent, self.level = array("i"), array("i")
         self.entry = array("Q")
         self.extra = {}  # node -> the stub (PLT calls) or the resume address (ASYNC): few nodes have one
         self.entered = {}  # node -> the item where the function a PLT call reached began (after the stub)
         self.flags = array("B")
         # node -> item of its call instruction, where it is not first - 1 (tail calls; None: a switched frame)
         self.call_items = {}
-        self.tree_levels = []  # per tree: the lowest level of a node in it (untraced callers go below 0)
+        # Per tree: its first node (a tree's nodes are made before the next tree's), and the lowest level of a
+        # node in it (untraced callers go below 0).
+        self.tree_starts, self.tree_levels = [], []
 
 
 def build(decoded, expander, functions, plt, shortest_run=SHORTEST_RUN, task=progress.QUIET, pieces=None):
@@ -117,14 +119,14 @@ class Builder:
         nodes = self.nodes
         if parent is None:
             parent = self.stack[-1] if self.stack else -1
-        if parent == -1:
-            nodes.tree_levels.append(0)  # a new tree
         node = len(nodes.first)
+        if parent == -1:  # a new tree
+            nodes.tree_starts.append(node)
+            nodes.tree_levels.append(0)
         nodes.first.append(first)
         nodes.last.append(-1)
         nodes.parent.append(parent)
         nodes.level.append(self._level_of(parent) + 1 if parent != -1 else 0)
-        nodes.tree.append(len(nodes.tree_levels) - 1)
         nodes.entry.append(entry or 0)
         if extra:
             nodes.extra[node] = extra
@@ -348,14 +350,13 @@ class Builder:
     def _untraced_caller(self, item, target):
         nodes = self.nodes
         node = self.pop(item)
-        tree = nodes.tree[node]
+        tree = len(nodes.tree_levels) - 1  # the open frames are the newest tree's
         level = nodes.level[node] - 1
         caller = len(nodes.first)
         nodes.first.append(nodes.first[node])
         nodes.last.append(-1)
         nodes.parent.append(-1)
         nodes.level.append(level)
-        nodes.tree.append(tree)
         nodes.entry.append(target or 0)  # named by where the return went
         nodes.flags.append(UNTRACED_START)
         nodes.parent[node] = caller

@@ -64,18 +64,14 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
     adopt = not piece.outer and not len(nodes.first)
     columns = {name: _numpy(piece, name, getattr(nodes, name).typecode) for name in COLUMNS}
     if not adopt:
-        first, last, parent, levels, tree = (columns[name] for name in ("first", "last", "parent", "level", "tree"))
-        continued_rows = tree == 0 if piece.outer else None
+        first, last, parent, levels = (columns[name] for name in ("first", "last", "parent", "level"))
         first += base
         np.add(last, base, out=last, where=last >= 0)  # -1: still open
         outer_rows = np.flatnonzero(parent <= -2)
         np.add(parent, offset, out=parent, where=parent >= 0)
         parent[outer_rows] = np.array(real[::-1], dtype=np.int32)[-2 - parent[outer_rows]]  # outer frame j's node
-        if piece.outer:
-            np.add(levels, level, out=levels, where=continued_rows)
-        tree += len(nodes.tree_levels) - piece.outer  # a tree after a gap is a new one; tree 0 goes on
-        if piece.outer:
-            tree[continued_rows] = continued
+        if piece.outer:  # the nodes of its tree 0, the one the pieces before left open, sit on those frames
+            levels[: piece.tree_starts[1] if len(piece.tree_starts) > 1 else len(levels)] += level
     for name in COLUMNS:
         values = columns.pop(name)
         if adopt:
@@ -84,18 +80,20 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
         else:
             getattr(nodes, name).frombytes(memoryview(values).cast("B"))
         setattr(piece, name, None)  # freed once appended
-    _append_trees(nodes, piece, continued, level)
+    _append_trees(nodes, piece, offset, continued, level)
     nodes.extra.update((node + offset, value) for node, value in piece.extra)
     nodes.entered.update((node + offset, item + base) for node, item in piece.entered)
     for node, item in piece.call_items:
         nodes.call_items[node + offset] = _call_item(nodes, item, base, real, top)
 
 
-def _append_trees(nodes, piece, continued, level):
-    levels = piece.tree_levels
+def _append_trees(nodes, piece, offset, continued, level):
+    """The piece's trees after the forest's: its tree 0 goes on the tree left open, the others are new."""
+    starts, levels = piece.tree_starts, piece.tree_levels
     if piece.outer:
         nodes.tree_levels[continued] = min(nodes.tree_levels[continued], levels[0] + level)
-        levels = levels[1:]
+        starts, levels = starts[1:], levels[1:]
+    nodes.tree_starts.extend(start + offset for start in starts)
     nodes.tree_levels.extend(levels)
 
 

@@ -26,7 +26,7 @@ with those frames, so the forest is always the single pass's.
 from .. import progress
 from .forest_builder import LEFT_NON_LOCALLY, SHORTEST_RUN, TAIL_CALL, Builder
 
-COLUMNS = ("first", "last", "parent", "level", "tree", "entry", "flags")
+COLUMNS = ("first", "last", "parent", "level", "entry", "flags")
 
 
 class Outer:
@@ -62,7 +62,7 @@ class PieceForest:
         self.extra = _pairs(nodes.extra)
         self.entered = _pairs(nodes.entered)
         self.call_items = [[node, _encoded(item)] for node, item in nodes.call_items.items()]
-        self.tree_levels = list(nodes.tree_levels)
+        self.tree_starts, self.tree_levels = list(nodes.tree_starts), list(nodes.tree_levels)
         self.assumed = list(builder.assumed)
         self.outer_pops, self.closed_at = builder.outer_pops, builder.closed_at
         self.outer, self.next_ip = outer, next_ip
@@ -108,7 +108,8 @@ class _PieceBuilder(Builder):
         self.assumed = set()  # what holds of the outer frames whenever it is checked: their order does not matter
         self.outer_pops, self.closed_at = [], None  # (frame, item, flags) in order; the gap that closed them all
         if outer:
-            self.nodes.tree_levels.append(0)  # tree 0: the one the pieces before left open
+            self.nodes.tree_starts.append(0)  # tree 0: the one the pieces before left open
+            self.nodes.tree_levels.append(0)
             self._push_outer(0)
 
     def _push_outer(self, frame):

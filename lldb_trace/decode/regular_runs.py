@@ -111,7 +111,6 @@ class RegularRuns:
         append_column(nodes.last, self.last[low:high])
         append_column(nodes.parent, np.where(parents >= 0, parents + (node - low), below))
         append_column(nodes.level, self.levels[low:high] + (builder._level_of(below) + 1))
-        append_column(nodes.tree, np.full(count, len(nodes.tree_levels) - 1, dtype=np.int32))
         append_column(nodes.entry, self.entries[low:high])
         nodes.flags.frombytes(bytes(count))
         for k in np.flatnonzero(self.last[low:high] < 0).tolist():  # left open, innermost last
