@@ -156,3 +156,27 @@ def test_an_interrupted_load_leaves_no_target_and_loads_again(tmp_path, monkeypa
         assert "the_end" in session.ok("bt")
     finally:
         session.close()
+
+
+class _StopWhenBuilding(Recorder):
+    """Asks to stop at the first check once the first piece's call tree is being built (after its decode)."""
+
+    def interrupt_requested(self):
+        return any(kind == "begin" and title.startswith("Building the call tree of") for kind, title, *_ in self.log)
+
+
+def test_an_interrupted_piece_forest_leaves_no_child_behind_and_builds_again(monkeypatch):
+    from lldb_trace.decode import forest_builder
+
+    monkeypatch.setattr(forest_builder, "SLICE", 64)  # many slices, so the build checks many times
+    before = children()
+    trace = opened(workers=4)
+    monkeypatch.setattr("lldb_trace.decode.PIECE_MIN_BYTES", 1)
+    tid = trace.tids[0]
+    reporter = _StopWhenBuilding()
+    with progress.reporting(reporter), pytest.raises(progress.WorkInterruptedError) as raised:
+        trace.call_forest(tid)
+    assert str(raised.value).startswith("interrupted: building the call tree of trace bytes 0..")
+    assert children() <= before
+    assert trace.decoded_if_done(tid) is None and trace.forest_if_built(tid) is None
+    assert len(trace.call_forest(tid)) == len(opened().call_forest(tid))

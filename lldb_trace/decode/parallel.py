@@ -105,8 +105,9 @@ def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET, forest=N
     if next_ip is not None:
         part.trim_overrun(next_ip, expander)
     part.finish()
-    if forest is not None:
-        part.piece_forest = build_piece(part, next_ip, expander, forest.functions, forest.plt, outer=start > 0)
+    if forest is not None:  # a task the parent's user sees and may interrupt; in a child, nobody's
+        with progress.task(f"Building the call tree of trace bytes {start}..{end}", part.item_count) as building:
+            part.piece_forest = build_piece(part, next_ip, expander, forest, start > 0, building)
     return part
 
 

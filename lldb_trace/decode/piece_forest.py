@@ -82,12 +82,13 @@ def _encoded(value):
     return ["outer", value.frame] if isinstance(value, Outer) else value
 
 
-def build_piece(part, next_ip, expander, functions, plt, outer=True):
+def build_piece(part, next_ip, expander, forest, outer=True, task=progress.QUIET):
     """The PieceForest of one decoded part, whose last branch went to ``next_ip`` (None: unknown).
 
-    ``outer`` says frames may be open before the part (any piece but the trace's first).
+    ``forest`` (a parallel.ForestMaker) has the modules' functions and PLTs; ``outer`` says frames may
+    be open before the part (any piece but the trace's first); ``task`` hears the items done.
     """
-    builder = _PieceBuilder(_OnePart(part), expander, functions, plt, outer)
+    builder = _PieceBuilder(_OnePart(part), expander, forest.functions, forest.plt, outer, task)
     builder.part(part, 0, next_ip)
     return PieceForest(builder.nodes, builder, outer, next_ip)
 
@@ -103,8 +104,8 @@ class _OnePart:
 class _PieceBuilder(Builder):
     """forest_builder's builder over frames it does not know, writing down what it assumes of them."""
 
-    def __init__(self, decoded, expander, functions, plt, outer):
-        super().__init__(decoded, expander, functions, plt, SHORTEST_RUN, progress.QUIET)
+    def __init__(self, decoded, expander, functions, plt, outer, task):
+        super().__init__(decoded, expander, functions, plt, SHORTEST_RUN, task)
         self.assumed = set()  # what holds of the outer frames whenever it is checked: their order does not matter
         self.outer_pops, self.closed_at = [], None  # (frame, item, flags) in order; the gap that closed them all
         if outer:
