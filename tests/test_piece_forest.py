@@ -16,8 +16,11 @@ from support.forests import COLUMNS, assert_joins_alike, rows
 from support.paths import TRACES
 
 import lldb_trace.api as api
-from lldb_trace.decode import forest_join, parallel
+from lldb_trace.decode import DecodedThread, forest_join, parallel, process_image
+from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.compiled_loop import ENVIRONMENT
+from lldb_trace.decode.parallel import ForestMaker, decode_pieces
+from lldb_trace.decode.plt import PltSections
 
 BUNDLES = sorted(path.parent for path in TRACES.rglob("trace.json"))
 
@@ -78,3 +81,22 @@ def test_trace_load_builds_the_forest_in_the_decoding_children(joins, monkeypatc
         for name in COLUMNS:
             assert np.array_equal(built[name], single[thread.tid][name]), name
     assert joins["joined"] >= 2
+
+
+def test_a_piece_forest_that_fails_costs_its_join_not_the_decode(joins, monkeypatch):
+    """A fault building a piece's forest (here: in every child) leaves the piece decoded, without a forest."""
+
+    def failing(part, next_ip, expander, forest, outer, task):
+        raise RuntimeError("a fault in the piece's forest")
+
+    monkeypatch.setattr(parallel, "build_piece", failing)
+    trace, tid = next(threads_with_traces(TRACES / "cycles"))
+    plt = PltSections(trace.process.modules)
+    forest = ForestMaker(trace.functions, plt)
+    image = process_image(trace.process)
+    parts = decode_pieces(trace.trace_bytes(tid), trace.cpu, image, trace.expander, 4, forest=forest)
+    assert len(parts) == 4 and not any(part.piece_forest for part in parts) and not any(part.gaps for part in parts)
+    decoded = DecodedThread(parts)
+    assert decoded.item_count == trace.decoded(tid).item_count
+    assert len(CallForest(decoded, trace.expander, trace.functions, plt)) == len(trace.call_forest(tid))
+    assert not joins

@@ -25,6 +25,7 @@ import signal
 
 from .. import libipt, progress
 from ..libipt import LibiptError, StatusFlag
+from ..progress import WorkInterruptedError
 from .decode_loop import decode_part
 from .decoded_thread import DecodedPart
 from .part_transfer import PartTransferError, read_part, write_part
@@ -105,10 +106,23 @@ def decode_piece(trace, cpu, image, expander, job, task=progress.QUIET, forest=N
     if next_ip is not None:
         part.trim_overrun(next_ip, expander)
     part.finish()
-    if forest is not None:  # a task the parent's user sees and may interrupt; in a child, nobody's
-        with progress.task(f"Building the call tree of trace bytes {start}..{end}", part.item_count) as building:
-            part.piece_forest = build_piece(part, next_ip, expander, forest, start > 0, building)
+    if forest is not None:
+        part.piece_forest = _piece_forest(part, job, expander, forest)
     return part
+
+
+def _piece_forest(part, job, expander, forest):
+    """The piece's call forest, or None if building it failed: the join then builds the piece itself, so a
+    fault there costs time, never the decode (in a child, the whole piece).  Its task is one the parent's
+    user sees and may interrupt; in a child, nobody's."""
+    start, end, next_ip = job
+    with progress.task(f"Building the call tree of trace bytes {start}..{end}", part.item_count) as building:
+        try:
+            return build_piece(part, next_ip, expander, forest, start > 0, building)
+        except WorkInterruptedError:
+            raise
+        except Exception:  # any fault: the single pass's build is the fallback
+            return None
 
 
 class ForestMaker:
