@@ -81,10 +81,17 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
             getattr(nodes, name).frombytes(memoryview(values).cast("B"))
         setattr(piece, name, None)  # freed once appended
     _append_trees(nodes, piece, offset, continued, level)
-    nodes.extra.update((node + offset, value) for node, value in piece.extra)
-    nodes.entered.update((node + offset, item + base) for node, item in piece.entered)
-    for node, item in piece.call_items:
-        nodes.call_items[node + offset] = _call_item(nodes, item, base, real, top)
+    nodes.extra.update(_moved_pairs(piece.extra, offset, 0))
+    nodes.entered.update(_moved_pairs(piece.entered, offset, base))
+    nodes.call_items.update(_moved_pairs(piece.call_items, offset, base))
+    for node, item in piece.odd_call_items:
+        nodes.call_items[node + offset] = _call_item(nodes, item, real, top)
+
+
+def _moved_pairs(pairs, offset, base):
+    """A piece's pairs (piece_forest._pairs) as (node, value): the nodes moved by ``offset``, the values by ``base``."""
+    half = len(pairs) // 2
+    return zip([node + offset for node in pairs[:half]], [value + base for value in pairs[half:]], strict=True)
 
 
 def _append_trees(nodes, piece, offset, continued, level):
@@ -97,14 +104,12 @@ def _append_trees(nodes, piece, offset, continued, level):
     nodes.tree_levels.extend(levels)
 
 
-def _call_item(nodes, item, base, real, top):
-    """A call item from the piece: an item of it, None (a switched frame), or an outer frame's call item."""
+def _call_item(nodes, item, real, top):
+    """The call item of a switched frame (None), or of a tail call out of an outer frame: that frame's."""
     if item is None:
         return None
-    if isinstance(item, list):
-        node = real[top - item[1]]
-        return nodes.call_items.get(node, nodes.first[node] - 1)
-    return item + base
+    node = real[top - item[1]]
+    return nodes.call_items.get(node, nodes.first[node] - 1)
 
 
 def _restack(builder, piece, real, top, kept, offset):

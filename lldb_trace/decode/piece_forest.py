@@ -23,6 +23,8 @@ frames the pieces before left; where one fails, the piece is built again
 with those frames, so the forest is always the single pass's.
 """
 
+from array import array
+
 from .. import progress
 from .forest_builder import LEFT_NON_LOCALLY, SHORTEST_RUN, TAIL_CALL, Builder
 
@@ -59,9 +61,14 @@ class PieceForest:
     def __init__(self, nodes, builder, outer, next_ip):
         for name in COLUMNS:
             setattr(self, name, getattr(nodes, name))
-        self.extra = _pairs(nodes.extra)
-        self.entered = _pairs(nodes.entered)
-        self.call_items = [[node, _encoded(item)] for node, item in nodes.call_items.items()]
+        # The sparse facts as columns of (node, value) pairs (a million PLT or tail calls is no rarity); the call
+        # items of switched frames (None) and of tail calls out of outer frames (Outer), as JSON.
+        self.extra = _pairs(nodes.extra, "Q")
+        self.entered = _pairs(nodes.entered, "q")
+        self.call_items = _pairs({node: item for node, item in nodes.call_items.items() if isinstance(item, int)}, "q")
+        self.odd_call_items = [
+            [node, _encoded(item)] for node, item in nodes.call_items.items() if not isinstance(item, int)
+        ]
         self.tree_starts, self.tree_levels = list(nodes.tree_starts), list(nodes.tree_levels)
         self.assumed = list(builder.assumed)
         self.outer_pops, self.closed_at = builder.outer_pops, builder.closed_at
@@ -73,8 +80,11 @@ class PieceForest:
         self.untraced_callees = sorted(builder.untraced_callees)
 
 
-def _pairs(mapping):
-    return [[key, value] for key, value in mapping.items()]
+def _pairs(mapping, typecode):
+    """``mapping`` as one array: its keys (node ids), then its values, each as a 64-bit ``typecode``."""
+    found = array(typecode, mapping)
+    found.extend(array(typecode, mapping.values()))
+    return found
 
 
 def _encoded(value):
