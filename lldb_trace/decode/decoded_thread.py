@@ -255,6 +255,13 @@ class DecodedPart:
     def events(self):
         return [self.event(k) for k in range(len(self.event_items))]
 
+    def events_of(self, types):
+        """``[(item index, ip or None)]`` of the events of ``types``, in order, without an object per event."""
+        wanted = {int(kind) for kind in types}
+        items, ips = self.event_items, self.event_ips
+        picked = [k for k, kind in enumerate(self.event_types) if kind in wanted]
+        return [(items[k], None if ips[k] == NO_IP else ips[k]) for k in picked]
+
     def timestamp(self, index):
         """The TSC in effect at item ``index``, or None before the first timing packet."""
         k = bisect_right(self.tsc_items, index) - 1
@@ -323,6 +330,14 @@ class DecodedThread:
             replace(event, index=event.index + start)
             for part, start in zip(self.parts, self.part_starts, strict=False)
             for event in part.events
+        ]
+
+    def events_of(self, types):
+        """DecodedPart.events_of over every part, with absolute item indices."""
+        return [
+            (index + start, ip)
+            for part, start in zip(self.parts, self.part_starts, strict=False)
+            for index, ip in part.events_of(types)
         ]
 
     def events_before(self, index):

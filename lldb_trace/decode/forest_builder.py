@@ -103,9 +103,8 @@ class Builder:
         # open (its call instruction; for an asynchronous frame, where the interrupted code resumes), PLT state.
         self.stack, self.returns, self.call_sites, self.states = [], [], [], []
         self.blocks = BlockFacts(expander, functions, plt)
-        events = decoded.events
-        self.resumed_at = {e.index: e.ip for e in events if e.type == EventType.ENABLED}
-        self.stopped_at = {e.index: e.ip for e in events if e.type in _DISABLED}
+        self.resumed_at = dict(decoded.events_of((EventType.ENABLED,)))
+        self.stopped_at = dict(decoded.events_of(_DISABLED))
         self.events = sorted(self.resumed_at)  # the resumptions, visited in order with the branches
         self.resumed_items = np.array(self.events, dtype=np.int64)  # for the runs to find the branches near events
         self.event_items = np.array(sorted(self.resumed_at.keys() | self.stopped_at.keys()), dtype=np.int64)

@@ -108,7 +108,7 @@ class _OnePart:
 
     def __init__(self, part):
         self.parts, self.part_starts = [part], [0]
-        self.events, self.item_count = part.events, part.item_count
+        self.events_of, self.item_count = part.events_of, part.item_count
 
 
 class _PieceBuilder(Builder):
