@@ -29,7 +29,7 @@ from support.paths import TRACES
 from support.trace_scripts import scenarios
 
 import lldb_trace.decode
-from lldb_trace.decode import decode_part, decode_thread_trace, process_image
+from lldb_trace.decode import decode_part, decode_thread_trace, parallel, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
 from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder, psb_offsets
@@ -248,20 +248,15 @@ def test_a_worker_that_dies_is_a_gap_not_an_exception(basic, how):
 
 
 def test_a_worker_sending_a_short_message_is_a_gap(basic, monkeypatch):
-    """A worker whose pipe carries less than its length prefix announces (it died mid-write)."""
+    """A worker whose file holds less than its length prefix announces (it died mid-write)."""
     trace, _image, real = basic
-    parent = os.getpid()
-    real_fdopen = os.fdopen
 
-    def short_fdopen(fd, mode="r", *args, **kwargs):
-        stream = real_fdopen(fd, mode, *args, **kwargs)
-        if os.getpid() != parent and "w" in mode:
-            stream.write(struct.pack("<Q", 1 << 20) + b"partial")
-            stream.flush()
-            os._exit(0)
-        return stream
+    def short_write(part, out, release=False):
+        out.write(struct.pack("<Q", 1 << 20) + b"partial")
+        out.flush()
+        os._exit(0)
 
-    monkeypatch.setattr(os, "fdopen", short_fdopen)
+    monkeypatch.setattr(parallel, "write_part", short_write)
     with time_limit():
         decoded = decode(basic, real, 2)
     monkeypatch.undo()

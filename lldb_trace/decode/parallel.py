@@ -5,9 +5,10 @@ default).  Each piece is decoded by its own libipt decoder in a forked child
 process, and the parent decodes the first piece itself: processes rather than
 threads, because a crash inside libipt (a corrupt trace) must end a child, not
 the debugger, and because the fallback loop's per-block work is Python.  A
-child sends its piece back as raw columns read straight into their final
-arrays (part_transfer.py), so each piece exists once.  A child that dies
-costs a gap item, never the debugger.
+child writes its piece (with its call forest, when one is wanted) as raw
+columns to a file in memory, which the parent reads straight into their
+final arrays (part_transfer.py), so each piece exists once.  A child that
+dies costs a gap item, never the debugger.
 
 Cutting a trace at a PSB is where LLDB's own decoder goes wrong (a spurious
 end-of-stream error when the PSB precedes a branch; a doubled instruction
@@ -22,6 +23,7 @@ import contextlib
 import json
 import os
 import signal
+import tempfile
 
 from .. import libipt, progress
 from ..libipt import LibiptError, StatusFlag
@@ -33,6 +35,7 @@ from .piece_forest import build_piece
 
 PIECE_MIN_BYTES = 64 * 1024  # smaller traces decode in one pass: forking costs more than it saves
 CHILD_CRASHED = -1000  # the gap code for a piece whose decoder process died
+_FIRST_WINDOW = 1 << 16  # bytes searched for a PSB at first (PSBs come every few kilobytes), then 4 times more
 
 
 def psb_offsets(trace):
@@ -45,6 +48,21 @@ def psb_offsets(trace):
             except LibiptError:
                 return offsets
             offsets.append(decoder.sync_offset)
+
+
+def first_psb_from(trace, offset):
+    """The offset of the first PSB at or after ``offset``, or None: libipt's synchronization over the bytes from
+    there, a window at a time, so that planning a cut reads kilobytes, not the whole trace."""
+    window = _FIRST_WINDOW
+    while True:
+        with libipt.PacketDecoder(libipt.Config(memoryview(trace)[offset : offset + window])) as decoder:
+            try:
+                decoder.sync_forward()
+                return offset + decoder.sync_offset
+            except LibiptError:
+                if offset + window >= len(trace):
+                    return None
+        window *= 4
 
 
 def resume_ip(trace, cpu, offset):
@@ -75,13 +93,12 @@ def _resumable_cuts(trace, cpu, planned):
 
 def plan_pieces(trace, pieces):
     """``[(start, end)]``: ``pieces`` stretches of similar size, each starting at a PSB (the first at 0)."""
-    psbs = psb_offsets(trace)
     cuts = []
     for k in range(1, pieces):
-        target = len(trace) * k // pieces
-        later = [offset for offset in psbs if offset >= target and (not cuts or offset > cuts[-1])]
-        if later:
-            cuts.append(later[0])
+        found = first_psb_from(trace, max(len(trace) * k // pieces, cuts[-1] + 1 if cuts else 0))
+        if found is None:
+            break
+        cuts.append(found)
     bounds = [0, *cuts, len(trace)]
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k] < bounds[k + 1]]
 
@@ -158,12 +175,21 @@ def decode_pieces(trace, cpu, image, expander, pieces, task=progress.QUIET, fore
 def _kill(child):
     if child is None:
         return
-    pid, read_end = child
+    pid, channel = child
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    with contextlib.suppress(OSError):
-        os.close(read_end)
+    channel.close()
+
+
+def _file_in_memory():
+    """Where a child writes its piece: a memfd, written at memory speed while the parent still decodes its own
+    (a pipe makes the child wait for the parent to read), and gone once both have closed it; a temporary file
+    where there is no memfd."""
+    try:
+        return os.fdopen(os.memfd_create("lldb-trace-piece"), "w+b")
+    except AttributeError:
+        return tempfile.TemporaryFile()
 
 
 class _PieceDecoder:
@@ -176,38 +202,40 @@ class _PieceDecoder:
         return decode_piece(self.trace, self.cpu, self.image, self.expander, job, task, self.forest)
 
     def fork(self, job):
-        """Start a child decoding ``job``; ``(pid, read end of its pipe)``, or None if fork failed."""
+        """Start a child decoding ``job`` into a file in memory; ``(pid, the file)``, or None if fork failed."""
         try:
-            read_end, write_end = os.pipe()
+            channel = _file_in_memory()
+        except OSError:
+            return None
+        try:
             pid = os.fork()
         except OSError:
+            channel.close()
             return None
         if pid == 0:  # the child: decode, send, and leave without running any of the parent's cleanup
             status = 1
             try:
                 progress.use(None)  # only the parent may talk to the debugger
-                os.close(read_end)
-                part = self.decode(job)
-                with os.fdopen(write_end, "wb") as out:
-                    write_part(part, out)
+                write_part(self.decode(job), channel, release=True)
+                channel.flush()
                 status = 0
             finally:
                 os._exit(status)
-        os.close(write_end)
-        return pid, read_end
+        return pid, channel
 
     def collect(self, child, job):
         """The child's DecodedPart; a single gap item if it died; decoded here if it never started."""
         if child is None:
             return self.decode(job)
-        pid, read_end = child
-        with os.fdopen(read_end, "rb") as pipe:
+        pid, channel = child
+        with channel:
+            with contextlib.suppress(ChildProcessError):  # if someone else reaped it, the data tells
+                os.waitpid(pid, 0)
+            channel.seek(0)
             try:
-                received = read_part(pipe)
+                received = read_part(channel)
             except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
                 received = None
-        with contextlib.suppress(ChildProcessError):  # if someone else reaped it, the data tells
-            os.waitpid(pid, 0)
         if received is not None:
             return received
         part = DecodedPart(job[0])

@@ -4,8 +4,10 @@ A pickled part is built whole in the child, read whole into one bytes object
 by the parent and unpickled into a second copy: two copies of every piece at
 once.  Here the child writes a small JSON header (the part's scalars, its
 cut, the gaps' texts, and each column's type code and length) and then each
-column's raw bytes; the parent allocates each column at its final size and
-reads the pipe straight into it, so a piece exists once in the parent.
+column's raw bytes, emptying each once written; the parent allocates each
+column at its final size and reads the file straight into it, so a piece
+exists once in the parent.  A piece's call forest (piece_forest.py) travels
+with it the same way.
 """
 
 import json
@@ -26,14 +28,17 @@ class PartTransferError(Exception):
     """The stream ended early or does not describe a part (the child died while writing)."""
 
 
-def write_part(part, out):
-    """Write ``part`` to the binary file ``out``."""
+def write_part(part, out, release=False):
+    """Write ``part`` to the binary file ``out``; ``release`` empties each column once written (the part is
+    not used after), so that a child's memory shrinks as the file grows."""
     header, columns = _describe(part)
     text = json.dumps(header).encode()
     out.write(_LENGTH.pack(len(text)))
     out.write(text)
     for column in columns:
         out.write(memoryview(column).cast("B"))
+        if release:
+            del column[:]
 
 
 def read_part(stream):
