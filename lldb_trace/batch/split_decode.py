@@ -71,7 +71,7 @@ def analysed_here(
         return Outcome(error=f"{failures[0].what}: {failures[0].error}")
     try:
         thread = thread_of(source, pid, tid)
-        parts = [read_part(io.BytesIO(value)) for value in values]
+        parts = [read_part(value) for value in values]
         thread.process_trace.adopt_pieces(tid, parts, time.perf_counter() - started)
         del parts, values
         return Outcome(analysis(thread))

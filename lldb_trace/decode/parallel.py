@@ -21,6 +21,7 @@ its end can be a truncated file's (a packet cut short).
 
 import contextlib
 import json
+import mmap
 import os
 import signal
 import tempfile
@@ -182,6 +183,18 @@ def _kill(child):
     channel.close()
 
 
+def _read_back(channel):
+    """The part a child wrote to ``channel``, read from a mapping of it; None if it is incomplete."""
+    size = channel.seek(0, os.SEEK_END)
+    if not size:
+        return None
+    with mmap.mmap(channel.fileno(), size, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+        try:
+            return read_part(view)
+        except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+
 def _file_in_memory():
     """Where a child writes its piece: a memfd, written at memory speed while the parent still decodes its own
     (a pipe makes the child wait for the parent to read), and gone once both have closed it; a temporary file
@@ -231,11 +244,7 @@ class _PieceDecoder:
         with channel:
             with contextlib.suppress(ChildProcessError):  # if someone else reaped it, the data tells
                 os.waitpid(pid, 0)
-            channel.seek(0)
-            try:
-                received = read_part(channel)
-            except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
-                received = None
+            received = _read_back(channel)
         if received is not None:
             return received
         part = DecodedPart(job[0])

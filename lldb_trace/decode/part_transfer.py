@@ -41,17 +41,19 @@ def write_part(part, out, release=False):
             del column[:]
 
 
-def read_part(stream):
-    """The DecodedPart that write_part wrote to ``stream``; raises PartTransferError if it is incomplete."""
-    (length,) = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))
-    header = json.loads(_read_exactly(stream, length))
+def read_part(data):
+    """The DecodedPart that write_part wrote, from ``data`` (bytes, or a mapped file's memoryview); raises
+    PartTransferError if it is incomplete.  Each column is copied once, straight into its array."""
+    reader = _Reader(data)
+    (length,) = _LENGTH.unpack(reader.take(_LENGTH.size))
+    header = json.loads(bytes(reader.take(length)))
     part = DecodedPart.__new__(DecodedPart)
     gaps = GapTable.__new__(GapTable)
     forest = PieceForest.__new__(PieceForest)
     owners = {"part": part, "gaps": gaps, "forest": forest}
     for owner, name, typecode, count in header["columns"]:
-        column = array(typecode, [0]) * count  # its final size, filled from the stream below
-        _read_into(stream, memoryview(column).cast("B"))
+        column = array(typecode)
+        column.frombytes(reader.take(count * column.itemsize))
         setattr(owners[owner], name, column)
     vars(part).update(header["part"])
     vars(gaps).update(header["gaps"])
@@ -93,17 +95,14 @@ def _describe(part):
     return header, columns
 
 
-def _read_exactly(stream, size):
-    data = stream.read(size)
-    if len(data) != size:
-        raise PartTransferError(f"the stream ended after {len(data)} of {size} bytes")
-    return data
+class _Reader:
+    """Consecutive slices of ``data``, each checked to be there in full."""
 
+    def __init__(self, data):
+        self.view, self.at = memoryview(data).cast("B"), 0
 
-def _read_into(stream, view):
-    done = 0
-    while done < len(view):
-        got = stream.readinto(view[done:])
-        if not got:
-            raise PartTransferError(f"the stream ended after {done} of {len(view)} bytes")
-        done += got
+    def take(self, size):
+        if self.at + size > len(self.view):
+            raise PartTransferError(f"the data ended after {len(self.view) - self.at} of {size} bytes")
+        self.at += size
+        return self.view[self.at - size : self.at]
