@@ -188,7 +188,8 @@ def _read_back(channel):
     size = channel.seek(0, os.SEEK_END)
     if not size:
         return None
-    with mmap.mmap(channel.fileno(), size, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # mapped whole at once, not a page per fault
+    with mmap.mmap(channel.fileno(), size, flags, mmap.PROT_READ) as mapped, memoryview(mapped) as view:
         try:
             return read_part(view)
         except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
