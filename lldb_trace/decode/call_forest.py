@@ -27,8 +27,10 @@ class CallForest:
         pieces = forest_join.PieceJoins(decoded, task) if any(p.piece_forest for p in decoded.parts) else None
         built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task, pieces)
         depth = _column(built, "level", np.int32)  # the built column, made the depths in place
-        sizes = np.diff(np.array([*built.tree_starts, len(depth)], dtype=np.int64))
-        depth -= np.repeat(np.array(built.tree_levels, dtype=np.int32), sizes)  # each tree's lowest level is 0
+        ends = [*built.tree_starts[1:], len(depth)]
+        for start, end, lowest in zip(built.tree_starts, ends, built.tree_levels, strict=True):
+            if lowest:  # a tree with untraced callers: its lowest level becomes depth 0
+                depth[start:end] -= lowest
         first = _column(built, "first", np.int32)
         order = None if _in_order(first, depth) else np.lexsort((depth, first))  # built in order, but for a few
         index_type = np.int32 if decoded.item_count < 2**31 else np.int64
