@@ -240,6 +240,10 @@ def register_values(frame, names):
         register = frame.FindRegister(name)
         if not register.IsValid():
             raise LookupError(name)
+        # A register has no dynamic type or synthetic children: not looking for them makes each read about a
+        # quarter cheaper, and the recorder reads 20 registers at every stop.
+        register.SetPreferDynamicValue(lldb.eNoDynamicValues)
+        register.SetPreferSyntheticValue(False)
         if register.GetByteSize() > 8:
             error = lldb.SBError()
             data = register.GetData()

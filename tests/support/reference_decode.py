@@ -12,6 +12,8 @@ from lldb_trace import libipt
 from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.elf_info import ElfInfo
 
+_PENDING = int(libipt.StatusFlag.EVENT_PENDING)  # a plain int: ``status & IntFlag`` builds a flag at every instruction
+
 
 def bundle_image(bundle_path):
     """An Image with every module's executable segments at its load address."""
@@ -37,7 +39,7 @@ def _items(decoder):
         yield ("error", error.code)
         return
     while True:
-        while status & libipt.StatusFlag.EVENT_PENDING:
+        while status & _PENDING:
             status, event = decoder.event()
             yield ("event", event)
         try:

@@ -38,12 +38,13 @@ class StateRing:
     def arrays(self, tid, first=0):
         """``(instruction counts from ``first`` on, less first; rows of TRACKED values)``, or None without any."""
         indices, blocks = self._states.get(tid, ((), ()))
-        kept = [k for k, index in enumerate(indices) if index >= first]
+        # Zipped, not indexed: a deque's [k] walks to k from an end, quadratic over a full ring.
+        kept = [(index, block) for index, block in zip(indices, blocks, strict=True) if index >= first]
         if not kept:
             return None
-        every = np.frombuffer(b"".join(blocks[k] for k in kept), dtype=np.uint64)
+        every = np.frombuffer(b"".join(block for _, block in kept), dtype=np.uint64)
         rows = every.reshape(len(kept), self.width)[:, self.columns]
-        return np.array([indices[k] - first for k in kept], dtype=np.uint64), rows
+        return np.array([index - first for index, _ in kept], dtype=np.uint64), rows
 
     def files(self, tids, firsts):
         """``{tid: .npz bytes}`` of the threads among ``tids`` with states (values/register_states.py);
