@@ -19,7 +19,6 @@ from ..libipt import EventType
 from .piece_forest import COLUMNS, outer_frame
 
 _TRACING = (EventType.ENABLED, EventType.DISABLED, EventType.ASYNC_DISABLED)
-_TYPES = {"q": np.int64, "i": np.int32, "Q": np.uint64, "B": np.uint8}
 
 
 def joins(builder, piece, base, next_ip):
@@ -76,7 +75,10 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
         values = columns.pop(name)
         if adopt:
             own, typecode = getattr(piece, name), getattr(nodes, name).typecode
-            setattr(nodes, name, own if own.typecode == typecode else array(typecode, values.tobytes()))
+            if not isinstance(own, array) or own.typecode != typecode:
+                own = array(typecode)
+                own.frombytes(values)
+            setattr(nodes, name, own)
         else:
             getattr(nodes, name).frombytes(memoryview(values).cast("B"))
         setattr(piece, name, None)  # freed once appended
@@ -132,11 +134,13 @@ def _real_value(column, value, top):
 
 
 def _numpy(piece, name, typecode):
-    """The piece's column ``name`` as numpy values of ``typecode`` (the forest's): a view of it where it is of that
-    type already, else a converted copy (a piece narrower than the whole forest)."""
+    """The piece's column ``name`` (an array, or numpy values in the file a child wrote) as numpy values of
+    ``typecode`` (the forest's): itself where it is of that type already, else a converted copy (a piece
+    narrower than the whole forest)."""
     values = getattr(piece, name)
-    view = np.frombuffer(values, dtype=_TYPES[values.typecode]) if len(values) else np.zeros(0, _TYPES[values.typecode])
-    return view if values.typecode == typecode else view.astype(_TYPES[typecode])
+    if isinstance(values, array):
+        values = np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, values.typecode)
+    return values if values.dtype == np.dtype(typecode) else values.astype(typecode)
 
 
 class _Frames:

@@ -184,16 +184,20 @@ def _kill(child):
 
 
 def _read_back(channel):
-    """The part a child wrote to ``channel``, read from a mapping of it; None if it is incomplete."""
+    """The part a child wrote to ``channel``, read from a mapping of it; None if it is incomplete.
+
+    The mapping is not closed here: a piece forest's columns stay in it until joined (part_transfer.py),
+    and it goes once nothing refers to it.
+    """
     size = channel.seek(0, os.SEEK_END)
     if not size:
         return None
     flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # mapped whole at once, not a page per fault
-    with mmap.mmap(channel.fileno(), size, flags, mmap.PROT_READ) as mapped, memoryview(mapped) as view:
-        try:
-            return read_part(view)
-        except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
-            return None
+    mapped = mmap.mmap(channel.fileno(), size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        return read_part(memoryview(mapped))
+    except (PartTransferError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
 
 
 def _file_in_memory():

@@ -14,6 +14,8 @@ import json
 import struct
 from array import array
 
+import numpy as np
+
 from ..libipt import PacketType
 from .decoded_thread import DecodedPart
 from .gap_table import GapTable
@@ -34,26 +36,36 @@ def write_part(part, out, release=False):
     header, columns = _describe(part)
     text = json.dumps(header).encode()
     out.write(_LENGTH.pack(len(text)))
-    out.write(text)
+    out.write(text + bytes(_padding(len(text))))
     for column in columns:
         out.write(memoryview(column).cast("B"))
+        out.write(bytes(_padding(len(column) * column.itemsize)))
         if release:
             del column[:]
 
 
 def read_part(data):
     """The DecodedPart that write_part wrote, from ``data`` (bytes, or a mapped file's memoryview); raises
-    PartTransferError if it is incomplete.  Each column is copied once, straight into its array."""
+    PartTransferError if it is incomplete.  Each of the part's columns is copied once, straight into its
+    array.  Where ``data`` is writable (a mapped file), the call forest's columns stay there, as numpy
+    arrays, which keep the mapping alive: the join moves them in place and copies them once, to the
+    whole forest's."""
     reader = _Reader(data)
     (length,) = _LENGTH.unpack(reader.take(_LENGTH.size))
     header = json.loads(bytes(reader.take(length)))
+    reader.take(_padding(length))
     part = DecodedPart.__new__(DecodedPart)
     gaps = GapTable.__new__(GapTable)
     forest = PieceForest.__new__(PieceForest)
     owners = {"part": part, "gaps": gaps, "forest": forest}
     for owner, name, typecode, count in header["columns"]:
         column = array(typecode)
-        column.frombytes(reader.take(count * column.itemsize))
+        values = reader.take(count * column.itemsize)
+        reader.take(_padding(len(values)))
+        if owner == "forest" and not values.readonly:
+            column = np.frombuffer(values, dtype=typecode)
+        else:
+            column.frombytes(values)
         setattr(owners[owner], name, column)
     vars(part).update(header["part"])
     vars(gaps).update(header["gaps"])
@@ -93,6 +105,11 @@ def _describe(part):
         packet = None if cut.packet is None else int(cut.packet)
         header["truncation"] = {"offset": cut.offset, "packet": packet, "present": cut.present, "size": cut.size}
     return header, columns
+
+
+def _padding(size):
+    """Bytes after ``size`` bytes to the next multiple of 8, so that every column is aligned for numpy."""
+    return -size % 8
 
 
 class _Reader:
