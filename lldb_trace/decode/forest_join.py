@@ -57,30 +57,28 @@ def join(builder, piece, base, item_count):
 def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
     """Append the piece's columns, moved to the whole forest's items, node ids, levels and trees.
 
-    The columns are moved in place (the piece's own memory) and copied once, onto the forest's; the
-    trace's first piece is the forest's start as it is, and becomes its columns without a copy.
+    Each column is copied once, onto the forest's, and moved there (in memory just written, not in the
+    file a child wrote); the trace's first piece is the forest's start as it is, and becomes its columns
+    without a copy.
     """
     adopt = not piece.outer and not len(nodes.first)
-    columns = {name: _numpy(piece, name, getattr(nodes, name).typecode) for name in COLUMNS}
-    if not adopt:
-        first, last, parent, levels = (columns[name] for name in ("first", "last", "parent", "level"))
-        first += base
-        np.add(last, base, out=last, where=last >= 0)  # -1: still open
-        outer_rows = np.flatnonzero(parent <= -2)
-        np.add(parent, offset, out=parent, where=parent >= 0)
-        parent[outer_rows] = np.array(real[::-1], dtype=np.int32)[-2 - parent[outer_rows]]  # outer frame j's node
-        if piece.outer:  # the nodes of its tree 0, the one the pieces before left open, sit on those frames
-            levels[: piece.tree_starts[1] if len(piece.tree_starts) > 1 else len(levels)] += level
+    outer_parents = np.array(real[::-1], dtype=np.int32)  # outer frame j's node
+    continued_end = piece.tree_starts[1] if len(piece.tree_starts) > 1 else len(piece.first)
     for name in COLUMNS:
-        values = columns.pop(name)
+        column = getattr(nodes, name)
+        values, done = _numpy(piece, name, column.typecode), len(column)
         if adopt:
-            own, typecode = getattr(piece, name), getattr(nodes, name).typecode
-            if not isinstance(own, array) or own.typecode != typecode:
-                own = array(typecode)
+            own = getattr(piece, name)
+            if not isinstance(own, array) or own.typecode != column.typecode:
+                own = array(column.typecode)
                 own.frombytes(values)
             setattr(nodes, name, own)
         else:
-            getattr(nodes, name).frombytes(memoryview(values).cast("B"))
+            column.frombytes(memoryview(values).cast("B"))
+            _move(name, np.frombuffer(column, dtype=column.typecode)[done:], base, offset, outer_parents)
+            if name == "level" and piece.outer:  # its tree 0 goes on the frames the pieces before left open
+                np.frombuffer(column, dtype=column.typecode)[done : done + continued_end] += level
+        del values
         setattr(piece, name, None)  # freed once appended
     _append_trees(nodes, piece, offset, continued, level)
     nodes.extra.update(_moved_pairs(piece.extra, offset, 0))
@@ -88,6 +86,18 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
     nodes.call_items.update(_moved_pairs(piece.call_items, offset, base))
     for node, item in piece.odd_call_items:
         nodes.call_items[node + offset] = _call_item(nodes, item, real, top)
+
+
+def _move(name, values, base, offset, outer_parents):
+    """Move a piece's column ``name``, appended as ``values``, to the forest's items and node ids."""
+    if name == "first":
+        values += base
+    elif name == "last":
+        np.add(values, base, out=values, where=values >= 0)  # -1: still open
+    elif name == "parent":
+        outer = np.flatnonzero(values <= -2)
+        np.add(values, offset, out=values, where=values >= 0)
+        values[outer] = outer_parents[-2 - values[outer]]
 
 
 def _moved_pairs(pairs, offset, base):
