@@ -10,6 +10,7 @@ trees moved to the whole forest's, the outer frames it closed get their
 last item, and its open frames go on the builder's stack.
 """
 
+import mmap
 from array import array
 from bisect import bisect_right
 
@@ -79,13 +80,22 @@ def _append_nodes(nodes, piece, base, offset, real, top, continued, level):
             if name == "level" and piece.outer:  # its tree 0 goes on the frames the pieces before left open
                 np.frombuffer(column, dtype=column.typecode)[done : done + continued_end] += level
         del values
-        setattr(piece, name, None)  # freed once appended
+        _forget(piece, name)
     _append_trees(nodes, piece, offset, continued, level)
     nodes.extra.update(_moved_pairs(piece.extra, offset, 0))
     nodes.entered.update(_moved_pairs(piece.entered, offset, base))
     nodes.call_items.update(_moved_pairs(piece.call_items, offset, base))
     for node, item in piece.odd_call_items:
         nodes.call_items[node + offset] = _call_item(nodes, item, real, top)
+
+
+def _forget(piece, name):
+    """Free a piece's column once appended: its array, or its pages of the file a child wrote."""
+    setattr(piece, name, None)
+    mapping, offset, size = getattr(piece, "mapped", {}).pop(name, (None, 0, 0))
+    start, end = -(-offset // mmap.PAGESIZE) * mmap.PAGESIZE, (offset + size) // mmap.PAGESIZE * mmap.PAGESIZE
+    if mapping is not None and end > start:
+        mapping.madvise(mmap.MADV_REMOVE, start, end - start)
 
 
 def _move(name, values, base, offset, outer_parents):

@@ -57,6 +57,7 @@ def read_part(data):
     part = DecodedPart.__new__(DecodedPart)
     gaps = GapTable.__new__(GapTable)
     forest = PieceForest.__new__(PieceForest)
+    forest.mapped = {}  # column name -> (mapping, offset, size) of those left in the mapped file
     owners = {"part": part, "gaps": gaps, "forest": forest}
     for owner, name, typecode, count in header["columns"]:
         column = array(typecode)
@@ -64,6 +65,7 @@ def read_part(data):
         reader.take(_padding(len(values)))
         if owner == "forest" and not values.readonly:
             column = np.frombuffer(values, dtype=typecode)
+            forest.mapped[name] = (reader.view.obj, reader.at - len(values) - _padding(len(values)), len(values))
         else:
             column.frombytes(values)
         setattr(owners[owner], name, column)
