@@ -27,7 +27,7 @@ class CallForest:
         pieces = forest_join.PieceJoins(decoded, task) if any(p.piece_forest for p in decoded.parts) else None
         built = forest_builder.build(decoded, expander, functions, plt if plt else None, shortest_run, task, pieces)
         depth = _column(built, "level", np.int32)  # the built column, made the depths in place
-        ends = [*built.tree_starts[1:], len(depth)]
+        ends = [*built.tree_starts[1:], len(depth)] if built.tree_starts else []  # no tree: no call at all
         for start, end, lowest in zip(built.tree_starts, ends, built.tree_levels, strict=True):
             if lowest:  # a tree with untraced callers: its lowest level becomes depth 0
                 depth[start:end] -= lowest
