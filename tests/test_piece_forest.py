@@ -12,14 +12,17 @@ import collections
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.forests import COLUMNS, assert_joins_alike, rows
 from support.paths import TRACES
+from test_decoder_fuzz import FUZZ, basic, mutated, time_limit  # noqa: F401 (basic: a fixture)
 
 import lldb_trace.api as api
 from lldb_trace.decode import DecodedThread, forest_join, parallel, process_image
 from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.compiled_loop import ENVIRONMENT
-from lldb_trace.decode.parallel import ForestMaker, decode_pieces
+from lldb_trace.decode.parallel import ForestMaker, decode_pieces, psb_offsets
 from lldb_trace.decode.plt import PltSections
 
 BUNDLES = sorted(path.parent for path in TRACES.rglob("trace.json"))
@@ -100,3 +103,27 @@ def test_a_piece_forest_that_fails_costs_its_join_not_the_decode(joins, monkeypa
     assert decoded.item_count == trace.decoded(tid).item_count
     assert len(CallForest(decoded, trace.expander, trace.functions, plt)) == len(trace.call_forest(tid))
     assert not joins
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_damaged_trace_joins_as_its_pieces_build_one_after_another(basic, data):  # noqa: F811 (the fixture)
+    """Whatever a damaged trace decodes to (gaps, errors, pieces that resynchronize), the forest joined from
+    its pieces' forests is the one built over the same pieces in one pass."""
+    trace, image, real = basic
+    damaged = data.draw(mutated(real, psb_offsets(real)))
+    if not damaged:
+        return
+    plt = PltSections(trace.process.modules)
+    with time_limit():
+        parts = decode_pieces(damaged, trace.cpu, image, trace.expander, 4, forest=ForestMaker(trace.functions, plt))
+        forests = [part.piece_forest for part in parts]
+        for part in parts:
+            part.piece_forest = None
+        expected = rows(CallForest(DecodedThread(parts), trace.expander, trace.functions, plt))
+        for part, forest in zip(parts, forests, strict=True):
+            part.piece_forest = forest
+        built = rows(CallForest(DecodedThread(parts), trace.expander, trace.functions, plt))
+    for name in COLUMNS:
+        assert np.array_equal(built[name], expected[name]), name
+    assert built["call items"] == expected["call items"]
