@@ -206,7 +206,7 @@ def _file_in_memory():
     where there is no memfd."""
     try:
         return os.fdopen(os.memfd_create("lldb-trace-piece"), "w+b")
-    except AttributeError:
+    except (AttributeError, OSError):  # no memfd here, or none allowed
         return tempfile.TemporaryFile()
 
 
