@@ -4,6 +4,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 from array import array
 from pathlib import Path
 
@@ -106,3 +107,28 @@ def test_a_stream_cut_anywhere_is_an_error_not_a_part():
     for cut in (0, 4, 8, 20, len(data) // 2, len(data) - 1):
         with pytest.raises((PartTransferError, ValueError)):
             read_part(data[:cut])
+
+
+def test_without_memfd_the_pieces_come_back_through_a_temporary_file(monkeypatch):
+    """Where memfd_create is refused (a sandbox, an old kernel), children write their pieces to temporary files."""
+    bundle = load_trace(ROOT / "test_traces" / "cycles")
+    single = ProcessTrace(bundle, bundle.processes[0], workers=1)
+    tid = single.tids[0]
+
+    def refused(*_arguments):
+        raise OSError(1, "memfd_create is not allowed here")
+
+    made, temporary_file = [], tempfile.TemporaryFile
+
+    def counted():
+        made.append(temporary_file())
+        return made[-1]
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    monkeypatch.setattr(tempfile, "TemporaryFile", counted)
+    monkeypatch.setattr("lldb_trace.decode.PIECE_MIN_BYTES", 1)
+    pieced = ProcessTrace(bundle, bundle.processes[0], workers=4)
+    decoded = pieced.decoded(tid, for_forest=True)
+    assert len(decoded.parts) == len(made) + 1 > 1 and not decoded.gaps  # a file per child
+    assert decoded.item_count == single.decoded(tid).item_count
+    assert len(pieced.call_forest(tid)) == len(single.call_forest(tid))
