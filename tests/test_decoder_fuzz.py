@@ -26,14 +26,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from support.paths import TRACES
-from support.psbs import psb_offsets
 from support.trace_scripts import scenarios
 
 import lldb_trace.decode
 from lldb_trace.decode import decode_part, decode_thread_trace, parallel, process_image
 from lldb_trace.decode.cursor import TraceCursor, walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
-from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder
+from lldb_trace.decode.parallel import CHILD_CRASHED, _PieceDecoder, psb_offsets
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 

@@ -16,14 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.forests import COLUMNS, assert_joins_alike, rows
 from support.paths import TRACES
-from support.psbs import psb_offsets
 from test_decoder_fuzz import FUZZ, basic, mutated, time_limit  # noqa: F401 (basic: a fixture)
 
 import lldb_trace.api as api
 from lldb_trace.decode import DecodedThread, forest_join, parallel, process_image
 from lldb_trace.decode.call_forest import CallForest
 from lldb_trace.decode.compiled_loop import ENVIRONMENT
-from lldb_trace.decode.parallel import ForestMaker, decode_pieces
+from lldb_trace.decode.parallel import ForestMaker, decode_pieces, psb_offsets
 from lldb_trace.decode.plt import PltSections
 
 BUNDLES = sorted(path.parent for path in TRACES.rglob("trace.json"))

@@ -13,13 +13,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.psbs import psb_offsets
 from support.scenario_decoding import addresses, check_pieces_match_single_pass, open_bundle
 from support.trace_scripts import psb_cases, scenarios
 
 from lldb_trace import libipt
 from lldb_trace.capture.ptrace_recorder.recording import RecordOptions
 from lldb_trace.decode import ModuleBytes
+from lldb_trace.decode.parallel import psb_offsets
 from lldb_trace.libipt import packets as pkt
 from lldb_trace.x86.instructions import Classifier, Transfer
 

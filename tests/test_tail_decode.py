@@ -7,9 +7,9 @@ distance from the end; a tail that reaches the first PSB is the whole decode.
 """
 
 import pytest
-from support.psbs import psb_offsets
 from support.scenario_decoding import SCENARIOS, events, sequence
 
+from lldb_trace.decode.parallel import psb_offsets
 from lldb_trace.decode.tail import TraceTail
 
 

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.paths import TRACES
-from support.psbs import psb_offsets
 from support.trace_scripts import scenarios
 
 import lldb_trace.decode
@@ -30,7 +29,7 @@ from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.decode import decode_thread_trace, process_image
 from lldb_trace.decode.cursor import walk
 from lldb_trace.decode.decoded_thread import Gap
-from lldb_trace.decode.parallel import _PieceDecoder
+from lldb_trace.decode.parallel import _PieceDecoder, psb_offsets
 from lldb_trace.decode.truncation import find_cut, find_file_cut, packet_header, packet_name
 from lldb_trace.libipt import ExecMode
 from lldb_trace.libipt import IpCompression as Ipc

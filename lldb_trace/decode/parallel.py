@@ -39,6 +39,18 @@ CHILD_CRASHED = -1000  # the gap code for a piece whose decoder process died
 _FIRST_WINDOW = 1 << 16  # bytes searched for a PSB at first (PSBs come every few kilobytes), then 4 times more
 
 
+def psb_offsets(trace):
+    """Offsets of every PSB in ``trace``, found by libipt's own synchronization."""
+    offsets = []
+    with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
+        while True:
+            try:
+                decoder.sync_forward()
+            except LibiptError:
+                return offsets
+            offsets.append(decoder.sync_offset)
+
+
 def first_psb_from(trace, offset):
     """The offset of the first PSB at or after ``offset``, or None: libipt's synchronization over the bytes from
     there, a window at a time, so that planning a cut reads kilobytes, not the whole trace."""

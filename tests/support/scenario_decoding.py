@@ -12,12 +12,11 @@ from lldb_trace.capture.encoder.ground_truth import GroundTruth
 from lldb_trace.decode import decode_part, process_image
 from lldb_trace.decode.cursor import walk
 from lldb_trace.decode.decoded_thread import DecodedThread, Gap
-from lldb_trace.decode.parallel import decode_pieces, plan_pieces
+from lldb_trace.decode.parallel import decode_pieces, plan_pieces, psb_offsets
 from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.trace_files import load_trace
 
 from .paths import TRACES
-from .psbs import psb_offsets
 
 SCENARIOS = sorted(p.parent.name for p in TRACES.glob("*/trace.json"))
 
