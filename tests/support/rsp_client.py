@@ -66,9 +66,9 @@ class RspClient:
 
     def close(self):
         """End the session (``k``) and return the server's exit status and stderr."""
-        if self.process.poll() is None:
-            with contextlib.suppress(BrokenPipeError):
+        with contextlib.suppress(BrokenPipeError):  # the server may end between the poll and the write or close
+            if self.process.poll() is None:
                 self.send(b"k")
-        self.process.stdin.close()
+            self.process.stdin.close()
         status = self.process.wait(timeout=60)
         return status, self.process.stderr.read().decode()
