@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.forests import COLUMNS, assert_joins_alike, rows
 from support.paths import TRACES
@@ -105,7 +105,7 @@ def test_a_piece_forest_that_fails_costs_its_join_not_the_decode(joins, monkeypa
     assert not joins
 
 
-@FUZZ
+@settings(FUZZ, max_examples=60)  # 4 forked decoders an example; test_decoder_fuzz decodes 150 such in pieces
 @given(data=st.data())
 def test_a_damaged_trace_joins_as_its_pieces_build_one_after_another(basic, data):  # noqa: F811 (the fixture)
     """Whatever a damaged trace decodes to (gaps, errors, pieces that resynchronize), the forest joined from
