@@ -22,6 +22,7 @@ int main(void) {
   O(pt_config, cpu) O(pt_config, errata) O(pt_config, cpuid_0x15_eax) O(pt_config, cpuid_0x15_ebx)
   O(pt_config, mtc_freq) O(pt_config, nom_freq) O(pt_config, flags) O(pt_config, addr_filter)
   O(pt_packet, payload) O(pt_event, tsc) O(pt_event, lost_mtc) O(pt_event, lost_cyc) O(pt_event, variant)
+  O(pt_event, variant.exec_mode.ip)
   O(pt_block, end_ip) O(pt_block, iclass) O(pt_block, ninsn) O(pt_block, raw) O(pt_block, size)
   O(pt_insn, raw) O(pt_insn, size)
   O(pt_asid, cr3) O(pt_asid, vmcs)
@@ -80,12 +81,15 @@ def test_flag_bytes(layout):
     assert layout[("flagbyte", "pt_event")] == (structs.pt_event.flags.offset, 4)
 
 
-def test_the_compiled_decode_loop_reads_pt_block_where_intel_pt_h_puts_it(layout):
-    """block_loop.c declares struct pt_block itself (it is built without libipt's header)."""
+def test_the_compiled_decode_loop_reads_pt_block_and_pt_event_where_intel_pt_h_puts_them(layout):
+    """block_loop.c declares struct pt_block and struct pt_event itself (it is built without libipt's header)."""
     path = compiled_loop.library_path()
     if path is None:
         pytest.skip("the compiled decode loop was not built (no C compiler at install)")
-    facts = (ctypes.c_uint64 * 8)()
+    facts = (ctypes.c_uint64 * 11)()
     ctypes.CDLL(str(path)).lt_layout(facts)
     offsets = [layout[("offsetof", f"pt_block.{field}")][0] for field in ("end_ip", "iclass", "ninsn")]
     assert list(facts[1:6]) == [layout[("sizeof", "pt_block")][0], *offsets, layout[("flagbyte", "pt_block")][0]]
+    event = [layout[("offsetof", f"pt_event.{field}")][0] for field in ("tsc", "variant.exec_mode.ip")]
+    assert list(facts[8:11]) == [layout[("sizeof", "pt_event")][0], *event]
+    assert layout[("flagbyte", "pt_event")] == (4, 4)  # has_tsc: bit 2 of the flags word, as block_loop.c reads it

@@ -2,8 +2,9 @@
  *
  * Through ctypes every block costs a foreign call and Python work, about 15 times what libipt spends decoding
  * it; here a block costs a hash lookup.  Python keeps everything that happens once in thousands of blocks
- * (events, errors, synchronizing, truncation): lt_decode returns at a pending event, an error or the end of
- * the trace, when the output arrays are full, or when the decoder stops reading trace.
+ * (errors, synchronizing, truncation, and events other than the exec-mode one that libipt reports at every PSB):
+ * lt_decode returns at such an event, an error or the end of the trace, when the output arrays are full, or
+ * when the decoder stops reading trace.
  *
  * The file needs neither libipt's header nor its library: Python passes pt_blk_next and pt_blk_get_offset as
  * function pointers from the libipt it loaded, and the block layout below mirrors intel-pt.h (checked against
@@ -13,9 +14,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define LT_ABI 1                /* compiled_loop.py refuses a library built from another version of this file */
+#define LT_ABI 2                /* compiled_loop.py refuses a library built from another version of this file */
 #define LT_EVENT_PENDING 1      /* pts_event_pending */
 #define LT_FAILED (-1000000)  /* the status when the row table cannot grow (no libipt status is this low) */
+#define LT_EXEC_MODE 7          /* ptev_exec_mode */
+#define LT_EVENT_IP_SUPPRESSED 1 /* pt_event's ip_suppressed bit */
+#define LT_EVENT_HAS_TSC 4       /* pt_event's has_tsc bit */
 
 struct lt_block { /* struct pt_block */
 	uint64_t ip;
@@ -29,7 +33,24 @@ struct lt_block { /* struct pt_block */
 	uint8_t flags; /* the speculative and truncated bit-fields */
 };
 
+struct lt_event { /* struct pt_event */
+	int32_t type;
+	uint32_t flags; /* the ip_suppressed, status_update and has_tsc bit-fields */
+	uint64_t tsc;
+	uint32_t lost_mtc;
+	uint32_t lost_cyc;
+	uint64_t reserved[2];
+	union {
+		uint8_t raw[24];
+		struct {
+			int32_t mode;
+			uint64_t ip;
+		} exec_mode;
+	} variant;
+};
+
 typedef int (*lt_next_fn)(void *decoder, struct lt_block *block, size_t size);
+typedef int (*lt_event_fn)(void *decoder, struct lt_event *event, size_t size);
 typedef int (*lt_offset_fn)(const void *decoder, uint64_t *offset);
 
 /* One call's arguments and results; compiled_loop.py mirrors it field for field. */
@@ -57,6 +78,13 @@ struct lt_run {
 	uint64_t written;
 	uint64_t new_rows;
 	uint64_t new_checkpoints;
+	/* exec-mode events without a time stamp, taken here (capacity entries each): type, item index, ip */
+	uint8_t *event_types;
+	uint64_t *event_items;
+	uint64_t *event_ips;
+	uint64_t new_events;  /* out: how many */
+	int32_t held;         /* out: an event Python must record was taken; it is in the event buffer */
+	int32_t event_failed; /* out: pt_blk_event failed; the status returned is its error */
 };
 
 /* (ip, size) -> row, open addressing; a size of 0 marks a free slot (empty blocks get no row). */
@@ -154,22 +182,46 @@ static int lt_add(struct lt_table *table, struct lt_run *run, const struct lt_bl
 	return 0;
 }
 
+/* Take pending events while they are exec-mode ones without a time stamp (libipt reports one at every PSB),
+ * recording each at the current item; stops at any other event (held for Python), an error, or a full output. */
+static int lt_take_events(struct lt_run *run, lt_event_fn event_fn, void *decoder, struct lt_event *event,
+			  int status) {
+	while (status >= 0 && status & LT_EVENT_PENDING && run->new_events < run->capacity) {
+		status = event_fn(decoder, event, sizeof *event);
+		if (status < 0) {
+			run->event_failed = 1;
+			return status;
+		}
+		if (event->type != LT_EXEC_MODE || event->flags & (LT_EVENT_IP_SUPPRESSED | LT_EVENT_HAS_TSC)) {
+			run->held = 1;
+			return status;
+		}
+		run->event_types[run->new_events] = LT_EXEC_MODE;
+		run->event_items[run->new_events] = run->items;
+		run->event_ips[run->new_events] = event->variant.exec_mode.ip;
+		run->new_events++;
+	}
+	return status;
+}
+
 /* Decode from a decoder whose last call returned status; returns the last status libipt gave (or LT_FAILED).
- * block is where libipt writes each block (Python reads the last one after an error). */
-int lt_decode(struct lt_table *table, lt_next_fn next, lt_offset_fn get_offset, void *decoder,
-	      struct lt_block *block, struct lt_run *run, int status) {
+ * block is where libipt writes each block (Python reads the last one after an error), event each event. */
+int lt_decode(struct lt_table *table, lt_next_fn next, lt_offset_fn get_offset, lt_event_fn event_fn,
+	      void *decoder, struct lt_block *block, struct lt_event *event, struct lt_run *run, int status) {
 	uint64_t next_checkpoint = run->ordinal + (run->spacing - run->ordinal % run->spacing) % run->spacing;
-	run->written = run->new_rows = run->new_checkpoints = 0;
-	run->has_last_end = run->stalled = 0;
+	run->written = run->new_rows = run->new_checkpoints = run->new_events = 0;
+	run->has_last_end = run->stalled = run->held = run->event_failed = 0;
 	if (!table || !run->spacing || !run->batch) return LT_FAILED;
 	while (run->capacity - run->written >= run->batch) {
 		uint64_t offset;
 		for (uint32_t calls = 0; calls < run->batch; calls++) {
-			if (status < 0 || status & LT_EVENT_PENDING) return status;
+			if (status >= 0 && status & LT_EVENT_PENDING) status = lt_take_events(run, event_fn, decoder, event, status);
+			if (status < 0 || status & LT_EVENT_PENDING || run->held) return status;
 			status = next(decoder, block, sizeof *block);
 			if (block->ninsn && lt_add(table, run, block, &next_checkpoint)) return LT_FAILED;
 		}
-		if (status < 0 || status & LT_EVENT_PENDING) return status;
+		if (status >= 0 && status & LT_EVENT_PENDING) status = lt_take_events(run, event_fn, decoder, event, status);
+		if (status < 0 || status & LT_EVENT_PENDING || run->held) return status;
 		if (get_offset(decoder, &offset) < 0) continue;
 		if (run->has_stalled_at && offset == run->stalled_at) {
 			run->stalled = 1;
@@ -182,7 +234,7 @@ int lt_decode(struct lt_table *table, lt_next_fn next, lt_offset_fn get_offset, 
 }
 
 /* What compiled_loop.py checks before using the library: the ABI and the layouts it mirrors. */
-void lt_layout(uint64_t facts[8]) {
+void lt_layout(uint64_t facts[11]) {
 	facts[0] = LT_ABI;
 	facts[1] = sizeof(struct lt_block);
 	facts[2] = offsetof(struct lt_block, end_ip);
@@ -190,5 +242,8 @@ void lt_layout(uint64_t facts[8]) {
 	facts[4] = offsetof(struct lt_block, ninsn);
 	facts[5] = offsetof(struct lt_block, flags);
 	facts[6] = sizeof(struct lt_run);
-	facts[7] = offsetof(struct lt_run, new_checkpoints);
+	facts[7] = offsetof(struct lt_run, event_failed);
+	facts[8] = sizeof(struct lt_event);
+	facts[9] = offsetof(struct lt_event, tsc);
+	facts[10] = offsetof(struct lt_event, variant.exec_mode.ip);
 }

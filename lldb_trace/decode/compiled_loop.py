@@ -17,12 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..libipt import events
 from ..libipt.native import lib
-from ..libipt.structs import pt_block
+from ..libipt.structs import pt_block, pt_event
 
 ENVIRONMENT = "LLDB_TRACE_DECODE_LOOP"  # "python": use the Python loop even where the compiled one exists
 LIBRARY_NAME = "_block_loop"  # setup.py's extension lldb_trace.decode._block_loop
-_ABI = 1  # LT_ABI in block_loop.c
+_ABI = 2  # LT_ABI in block_loop.c
 _FAILED = -1000000  # LT_FAILED: the row table could not grow
 _OUTPUT_BATCHES = 16  # batches of blocks the output arrays hold: the loop returns to Python at most this often
 
@@ -51,6 +52,12 @@ class _Run(ctypes.Structure):
         ("written", c_uint64),
         ("new_rows", c_uint64),
         ("new_checkpoints", c_uint64),
+        ("event_types", c_void_p),
+        ("event_items", c_void_p),
+        ("event_ips", c_void_p),
+        ("new_events", c_uint64),
+        ("held", c_int32),
+        ("event_failed", c_int32),
     ]
 
 
@@ -58,7 +65,8 @@ def _layout():
     """What ``lt_layout`` reports for a library built from this version of block_loop.c."""
     return (
         _ABI, ctypes.sizeof(pt_block), pt_block.end_ip.offset, pt_block.iclass.offset, pt_block.ninsn.offset,
-        pt_block.flags.offset, ctypes.sizeof(_Run), _Run.new_checkpoints.offset,
+        pt_block.flags.offset, ctypes.sizeof(_Run), _Run.event_failed.offset, ctypes.sizeof(pt_event),
+        pt_event.tsc.offset, pt_event.variant.offset + 8,
     )  # fmt: skip
 
 
@@ -82,7 +90,7 @@ def _library():
         return None, "it was not built when the package was installed (no C compiler?)"
     try:
         library = ctypes.CDLL(str(path))
-        facts = (c_uint64 * 8)()
+        facts = (c_uint64 * 11)()
         library.lt_layout(facts)
     except (OSError, AttributeError) as error:
         return None, f"{path.name} does not load: {error}"
@@ -93,7 +101,7 @@ def _library():
     library.lt_table_free.restype = None
     library.lt_table_free.argtypes = [c_void_p]
     library.lt_decode.restype = c_int
-    library.lt_decode.argtypes = [c_void_p] * 5 + [POINTER(_Run), c_int]
+    library.lt_decode.argtypes = [c_void_p] * 7 + [POINTER(_Run), c_int]
     return library, None
 
 
@@ -111,10 +119,13 @@ def _address(function):
 class CompiledLoop:
     """Decodes blocks into ``part`` in C; the same steps as decode_loop's Python loop, ``batch`` calls at a time.
 
-    ``run(status)`` returns at a pending event, an error (its block stays in the
-    decoder's ``raw_item``) or a full output, with libipt's last status;
-    ``stalled`` is set when a whole batch read no trace.  The (ip, size) -> row
-    table lives in C for the loop's life.
+    ``run(status)`` returns at an error (its block stays in the decoder's
+    ``raw_item``), a full output, or a pending event other than the exec-mode
+    one libipt reports at every PSB (those are recorded in C), with libipt's
+    last status.  After it, ``held_event`` is an event C took but left to
+    Python to record, ``event_failed`` says that taking one failed (the status
+    is the error), and ``stalled`` that a whole batch read no trace.  The
+    (ip, size) -> row table lives in C for the loop's life.
     """
 
     def __init__(self, decoder, part, batch, spacing, followed_classes):
@@ -130,21 +141,35 @@ class CompiledLoop:
         self._sizes = np.empty(capacity, np.uint16)
         self._classes = np.empty(capacity, np.uint8)
         self._checkpoints = np.empty(capacity, np.uint64)
+        self._event_types = np.empty(capacity, np.uint8)
+        self._event_items = np.empty(capacity, np.uint64)
+        self._event_ips = np.empty(capacity, np.uint64)
+        self._event = pt_event()
         run = self._run = _Run(
             capacity=capacity, sequence=self._sequence.ctypes.data, row_ips=self._ips.ctypes.data,
             row_sizes=self._sizes.ctypes.data, row_classes=self._classes.ctypes.data,
             checkpoints=self._checkpoints.ctypes.data, followed_classes=sum(1 << int(c) for c in followed_classes),
-            spacing=spacing, batch=batch,
+            spacing=spacing, batch=batch, event_types=self._event_types.ctypes.data,
+            event_items=self._event_items.ctypes.data, event_ips=self._event_ips.ctypes.data,
         )  # fmt: skip
         libipt = lib()
         self._decode = functools.partial(
             library.lt_decode, table, _address(libipt.pt_blk_next), _address(libipt.pt_blk_get_offset),
-            decoder.handle, ctypes.addressof(decoder.raw_item), ctypes.byref(run),
+            _address(libipt.pt_blk_event), decoder.handle, ctypes.addressof(decoder.raw_item),
+            ctypes.addressof(self._event), ctypes.byref(run),
         )  # fmt: skip
 
     @property
     def stalled(self):
         return bool(self._run.stalled)
+
+    @property
+    def held_event(self):
+        return events.from_c(self._event) if self._run.held else None
+
+    @property
+    def event_failed(self):
+        return bool(self._run.event_failed)
 
     def run(self, status):
         part, run = self.part, self._run
@@ -160,4 +185,7 @@ class CompiledLoop:
             run.items,
             run.last_end if run.has_last_end else None,
         )
+        if run.new_events:
+            count = run.new_events
+            part.add_events(self._event_types[:count], self._event_items[:count], self._event_ips[:count])
         return status

@@ -5,8 +5,9 @@ package was built with a C compiler, block_loop.c runs it (compiled_loop.py):
 libipt's pt_blk_next and the row lookup per block, all in C.  Otherwise a
 Python loop does as little per block as it can: one ctypes call, and a copy of
 the raw ``pt_block`` into a byte buffer added to the storage in batches.  Both
-stop before every event, so events and gaps land at the right item index, and
-give the same storage.  Errors become gap items and decoding resumes at the
+record every event at the item index where it occurs (the C loop itself records
+the exec-mode event of every PSB; every other one comes back here), and give
+the same storage.  Errors become gap items and decoding resumes at the
 next PSB, as libipt allows, so one bad packet costs one gap, not the rest of
 the trace.  A trace file that ends inside a packet ends with a gap that says
 it was truncated (truncation.py).
@@ -66,7 +67,13 @@ def _decode_all(decoder, decoded, blocks, task, offset_base):
             text = "the code runs on without branches: no further trace to read"
             decoded.add_gap(_STALLED, text, decoder.offset)
             return
-        if status < 0:
+        held = blocks.held_event
+        if blocks.event_failed:
+            status = _event_failed(decoder, decoded, LibiptError(status, "pt_blk_event"))
+        elif held is not None:
+            _record(decoder, decoded, held)
+            status = _take_events(decoder, decoded, status)
+        elif status < 0:
             if status == _EOS:
                 return
             error = LibiptError(status, "pt_blk_next")
@@ -92,6 +99,7 @@ class _PythonLoop:
         self._pending = bytearray()
         self._offset = None  # the decoder's offset after the last whole batch
         self.stalled = False
+        self.held_event, self.event_failed = None, False  # this loop takes no events: _take_events does
 
     def run(self, status):
         next_block, block, pending = self._next, self._block, self._pending
@@ -115,17 +123,26 @@ def _take_events(decoder, decoded, status):
         try:
             status, event = decoder.event()
         except LibiptError as error:
-            decoded.add_gap(error.code, error.text, decoder.offset)
-            return _sync(decoder, decoded)
-        if event.tsc is not None:
-            decoded.add_timestamp(event.tsc)
-        if event.type in _TIMING_ONLY:
-            continue  # a timing update only: it lives in the timestamp table (libipt keeps the core:bus ratio)
-        decoded.add_event(event.type, _event_ip(event))
-        if event.type == EventType.OVERFLOW:
-            # Instructions were lost here: a gap item, as native LLDB shows it, not only an event.
-            decoded.add_gap(ErrorCode.OVERFLOW, _LOST, decoder.offset)
+            return _event_failed(decoder, decoded, error)
+        _record(decoder, decoded, event)
     return status
+
+
+def _record(decoder, decoded, event):
+    if event.tsc is not None:
+        decoded.add_timestamp(event.tsc)
+    if event.type in _TIMING_ONLY:
+        return  # a timing update only: it lives in the timestamp table (libipt keeps the core:bus ratio)
+    decoded.add_event(event.type, _event_ip(event))
+    if event.type == EventType.OVERFLOW:
+        # Instructions were lost here: a gap item, as native LLDB shows it, not only an event.
+        decoded.add_gap(ErrorCode.OVERFLOW, _LOST, decoder.offset)
+
+
+def _event_failed(decoder, decoded, error):
+    """A gap where an event could not be read, then on from the next PSB (None: the trace ended)."""
+    decoded.add_gap(error.code, error.text, decoder.offset)
+    return _sync(decoder, decoded)
 
 
 def _event_ip(event):

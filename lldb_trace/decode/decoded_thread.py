@@ -177,6 +177,12 @@ class DecodedPart:
         if event_type in (EventType.DISABLED, EventType.ASYNC_DISABLED) and ip is not None:
             self.end_ip = ip  # tracing stopped here: the thread's pc, not yet executed
 
+    def add_events(self, types, items, ips):
+        """Append events the compiled loop recorded (exec-mode ones, which change no end ip), as numpy arrays."""
+        self.event_types.frombytes(memoryview(types).cast("B"))
+        self.event_items.frombytes(memoryview(items).cast("B"))
+        self.event_ips.frombytes(memoryview(ips).cast("B"))
+
     def add_timestamp(self, tsc):
         if self.tsc_values and self.tsc_values[-1] == tsc:
             return
