@@ -2,7 +2,8 @@
  *
  * Through ctypes every block costs a foreign call and Python work, about 15 times what libipt spends decoding
  * it; here a block costs a hash lookup.  Python keeps everything that happens once in thousands of blocks
- * (errors, synchronizing, truncation, and events other than the exec-mode one that libipt reports at every PSB):
+ * (errors, synchronizing, truncation, and events other than the frequent ones: the exec-mode event libipt reports
+ * at every PSB and the timing updates, which a trace with MTC or CYC packets has every few dozen instructions):
  * lt_decode returns at such an event, an error or the end of the trace, when the output arrays are full, or
  * when the decoder stops reading trace.
  *
@@ -14,10 +15,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define LT_ABI 2                /* compiled_loop.py refuses a library built from another version of this file */
+#define LT_ABI 3                /* compiled_loop.py refuses a library built from another version of this file */
 #define LT_EVENT_PENDING 1      /* pts_event_pending */
 #define LT_FAILED (-1000000)  /* the status when the row table cannot grow (no libipt status is this low) */
 #define LT_EXEC_MODE 7          /* ptev_exec_mode */
+#define LT_TICK 17              /* ptev_tick: a timing update only */
+#define LT_CBR 18               /* ptev_cbr: a timing update only */
 #define LT_EVENT_IP_SUPPRESSED 1 /* pt_event's ip_suppressed bit */
 #define LT_EVENT_HAS_TSC 4       /* pt_event's has_tsc bit */
 
@@ -85,6 +88,17 @@ struct lt_run {
 	uint64_t new_events;  /* out: how many */
 	int32_t held;         /* out: an event Python must record was taken; it is in the event buffer */
 	int32_t event_failed; /* out: pt_blk_event failed; the status returned is its error */
+	/* the events' time stamps, as DecodedPart.add_timestamp keeps them: a new entry where the time changed,
+	 * the last entry's value replaced where it changes again before another item */
+	uint64_t *tsc_items;
+	uint64_t *tsc_values;
+	uint64_t new_tsc;          /* out: entries written */
+	uint64_t tsc_count;        /* entries so far, the part's included */
+	uint64_t tsc_last_item;    /* the last entry, if tsc_count */
+	uint64_t tsc_last_value;
+	uint64_t tsc_replaced_value; /* out, if tsc_replaced: the part's own last entry's new value */
+	int32_t tsc_replaced;
+	int32_t padding;
 };
 
 /* (ip, size) -> row, open addressing; a size of 0 marks a free slot (empty blocks get no row). */
@@ -182,20 +196,40 @@ static int lt_add(struct lt_table *table, struct lt_run *run, const struct lt_bl
 	return 0;
 }
 
-/* Take pending events while they are exec-mode ones without a time stamp (libipt reports one at every PSB),
- * recording each at the current item; stops at any other event (held for Python), an error, or a full output. */
+static void lt_timestamp(struct lt_run *run, uint64_t tsc) {
+	if (run->tsc_count && run->tsc_last_value == tsc) return;
+	run->tsc_last_value = tsc;
+	if (run->tsc_count && run->tsc_last_item == run->items) { /* several before one item: the latest */
+		if (run->new_tsc)
+			run->tsc_values[run->new_tsc - 1] = tsc;
+		else
+			run->tsc_replaced = 1, run->tsc_replaced_value = tsc;
+		return;
+	}
+	run->tsc_items[run->new_tsc] = run->tsc_last_item = run->items;
+	run->tsc_values[run->new_tsc++] = tsc;
+	run->tsc_count++;
+}
+
+/* Take pending events while they are timing updates or exec-mode events (with their time stamps), recording
+ * each at the current item; stops at any other event (held for Python), an error, or a full output. */
 static int lt_take_events(struct lt_run *run, lt_event_fn event_fn, void *decoder, struct lt_event *event,
 			  int status) {
-	while (status >= 0 && status & LT_EVENT_PENDING && run->new_events < run->capacity) {
+	while (status >= 0 && status & LT_EVENT_PENDING && run->new_events < run->capacity &&
+	       run->new_tsc < run->capacity) {
+		int timing;
 		status = event_fn(decoder, event, sizeof *event);
 		if (status < 0) {
 			run->event_failed = 1;
 			return status;
 		}
-		if (event->type != LT_EXEC_MODE || event->flags & (LT_EVENT_IP_SUPPRESSED | LT_EVENT_HAS_TSC)) {
+		timing = event->type == LT_TICK || event->type == LT_CBR;
+		if (!timing && (event->type != LT_EXEC_MODE || event->flags & LT_EVENT_IP_SUPPRESSED)) {
 			run->held = 1;
 			return status;
 		}
+		if (event->flags & LT_EVENT_HAS_TSC) lt_timestamp(run, event->tsc);
+		if (timing) continue;
 		run->event_types[run->new_events] = LT_EXEC_MODE;
 		run->event_items[run->new_events] = run->items;
 		run->event_ips[run->new_events] = event->variant.exec_mode.ip;
@@ -209,8 +243,8 @@ static int lt_take_events(struct lt_run *run, lt_event_fn event_fn, void *decode
 int lt_decode(struct lt_table *table, lt_next_fn next, lt_offset_fn get_offset, lt_event_fn event_fn,
 	      void *decoder, struct lt_block *block, struct lt_event *event, struct lt_run *run, int status) {
 	uint64_t next_checkpoint = run->ordinal + (run->spacing - run->ordinal % run->spacing) % run->spacing;
-	run->written = run->new_rows = run->new_checkpoints = run->new_events = 0;
-	run->has_last_end = run->stalled = run->held = run->event_failed = 0;
+	run->written = run->new_rows = run->new_checkpoints = run->new_events = run->new_tsc = 0;
+	run->has_last_end = run->stalled = run->held = run->event_failed = run->tsc_replaced = 0;
 	if (!table || !run->spacing || !run->batch) return LT_FAILED;
 	while (run->capacity - run->written >= run->batch) {
 		uint64_t offset;
@@ -242,7 +276,7 @@ void lt_layout(uint64_t facts[11]) {
 	facts[4] = offsetof(struct lt_block, ninsn);
 	facts[5] = offsetof(struct lt_block, flags);
 	facts[6] = sizeof(struct lt_run);
-	facts[7] = offsetof(struct lt_run, event_failed);
+	facts[7] = offsetof(struct lt_run, padding);
 	facts[8] = sizeof(struct lt_event);
 	facts[9] = offsetof(struct lt_event, tsc);
 	facts[10] = offsetof(struct lt_event, variant.exec_mode.ip);

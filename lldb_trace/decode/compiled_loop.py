@@ -23,7 +23,7 @@ from ..libipt.structs import pt_block, pt_event
 
 ENVIRONMENT = "LLDB_TRACE_DECODE_LOOP"  # "python": use the Python loop even where the compiled one exists
 LIBRARY_NAME = "_block_loop"  # setup.py's extension lldb_trace.decode._block_loop
-_ABI = 2  # LT_ABI in block_loop.c
+_ABI = 3  # LT_ABI in block_loop.c
 _FAILED = -1000000  # LT_FAILED: the row table could not grow
 _OUTPUT_BATCHES = 16  # batches of blocks the output arrays hold: the loop returns to Python at most this often
 
@@ -58,6 +58,15 @@ class _Run(ctypes.Structure):
         ("new_events", c_uint64),
         ("held", c_int32),
         ("event_failed", c_int32),
+        ("tsc_items", c_void_p),
+        ("tsc_values", c_void_p),
+        ("new_tsc", c_uint64),
+        ("tsc_count", c_uint64),
+        ("tsc_last_item", c_uint64),
+        ("tsc_last_value", c_uint64),
+        ("tsc_replaced_value", c_uint64),
+        ("tsc_replaced", c_int32),
+        ("padding", c_int32),
     ]
 
 
@@ -65,7 +74,7 @@ def _layout():
     """What ``lt_layout`` reports for a library built from this version of block_loop.c."""
     return (
         _ABI, ctypes.sizeof(pt_block), pt_block.end_ip.offset, pt_block.iclass.offset, pt_block.ninsn.offset,
-        pt_block.flags.offset, ctypes.sizeof(_Run), _Run.event_failed.offset, ctypes.sizeof(pt_event),
+        pt_block.flags.offset, ctypes.sizeof(_Run), _Run.padding.offset, ctypes.sizeof(pt_event),
         pt_event.tsc.offset, pt_event.variant.offset + 8,
     )  # fmt: skip
 
@@ -121,8 +130,8 @@ class CompiledLoop:
 
     ``run(status)`` returns at an error (its block stays in the decoder's
     ``raw_item``), a full output, or a pending event other than the exec-mode
-    one libipt reports at every PSB (those are recorded in C), with libipt's
-    last status.  After it, ``held_event`` is an event C took but left to
+    one libipt reports at every PSB and the timing updates (those are recorded
+    in C, with their time stamps), with libipt's last status.  After it, ``held_event`` is an event C took but left to
     Python to record, ``event_failed`` says that taking one failed (the status
     is the error), and ``stalled`` that a whole batch read no trace.  The
     (ip, size) -> row table lives in C for the loop's life.
@@ -144,6 +153,8 @@ class CompiledLoop:
         self._event_types = np.empty(capacity, np.uint8)
         self._event_items = np.empty(capacity, np.uint64)
         self._event_ips = np.empty(capacity, np.uint64)
+        self._tsc_items = np.empty(capacity, np.uint64)
+        self._tsc_values = np.empty(capacity, np.uint64)
         self._event = pt_event()
         run = self._run = _Run(
             capacity=capacity, sequence=self._sequence.ctypes.data, row_ips=self._ips.ctypes.data,
@@ -151,6 +162,7 @@ class CompiledLoop:
             checkpoints=self._checkpoints.ctypes.data, followed_classes=sum(1 << int(c) for c in followed_classes),
             spacing=spacing, batch=batch, event_types=self._event_types.ctypes.data,
             event_items=self._event_items.ctypes.data, event_ips=self._event_ips.ctypes.data,
+            tsc_items=self._tsc_items.ctypes.data, tsc_values=self._tsc_values.ctypes.data,
         )  # fmt: skip
         libipt = lib()
         self._decode = functools.partial(
@@ -174,6 +186,9 @@ class CompiledLoop:
     def run(self, status):
         part, run = self.part, self._run
         run.items, run.ordinal, run.rows = part.item_count, len(part.block_sequence), len(part.block_ips)
+        run.tsc_count = len(part.tsc_items)
+        if run.tsc_count:
+            run.tsc_last_item, run.tsc_last_value = part.tsc_items[-1], part.tsc_values[-1]
         status = self._decode(status)
         if status == _FAILED:
             raise MemoryError("the compiled decode loop could not grow its row table")
@@ -188,4 +203,8 @@ class CompiledLoop:
         if run.new_events:
             count = run.new_events
             part.add_events(self._event_types[:count], self._event_items[:count], self._event_ips[:count])
+        if run.tsc_replaced:
+            part.tsc_values[-1] = run.tsc_replaced_value
+        if run.new_tsc:
+            part.add_timestamps(self._tsc_items[: run.new_tsc], self._tsc_values[: run.new_tsc])
         return status

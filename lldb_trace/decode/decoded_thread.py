@@ -183,6 +183,11 @@ class DecodedPart:
         self.event_items.frombytes(memoryview(items).cast("B"))
         self.event_ips.frombytes(memoryview(ips).cast("B"))
 
+    def add_timestamps(self, items, values):
+        """Append time stamps the compiled loop kept as add_timestamp keeps them, as numpy arrays."""
+        self.tsc_items.frombytes(memoryview(items).cast("B"))
+        self.tsc_values.frombytes(memoryview(values).cast("B"))
+
     def add_timestamp(self, tsc):
         if self.tsc_values and self.tsc_values[-1] == tsc:
             return
