@@ -17,7 +17,7 @@ from support.paths import ROOT, TRACES
 from support.trace_scripts import cases
 
 from lldb_trace import cli, libipt
-from lldb_trace.decode import compiled_loop, decode_part, process_image
+from lldb_trace.decode import compiled_loop, decode_loop, decode_part, process_image
 from lldb_trace.decode.parallel import decode_pieces
 from lldb_trace.libipt import ExecMode
 from lldb_trace.libipt import IpCompression as Ipc
@@ -85,6 +85,55 @@ def test_the_built_library_is_this_version_of_block_loop_c(monkeypatch):
 def test_every_committed_bundle_decodes_alike_with_either_loop(monkeypatch, name):
     parts = both_loops(monkeypatch, lambda: whole_decodes(TRACES / name))
     assert sum(part["item_count"] for part in parts) > 0
+
+
+@needs_library
+@pytest.mark.parametrize("name", ["cycles", "timestamps", "overflow", "percpu"])
+def test_small_outputs_hand_events_and_time_stamps_over_alike(monkeypatch, name):
+    """With room for 64 blocks a call, the compiled loop returns every few time updates and continues from the
+    part's last time stamp, which it is handed each call: the Python loop's storage.  (Batches of fewer blocks
+    would move where a loop without branches is noticed, which both loops check once a batch.)"""
+    monkeypatch.setattr(decode_loop, "_BATCH", range(64))
+    monkeypatch.setattr(compiled_loop, "_OUTPUT_BATCHES", 1)
+    returns, run = [], compiled_loop.CompiledLoop.run
+
+    def counted(loop, status):
+        status = run(loop, status)
+        returns.append((loop._run.new_events, loop._run.new_tsc))
+        return status
+
+    monkeypatch.setattr(compiled_loop.CompiledLoop, "run", counted)
+    parts = both_loops(monkeypatch, lambda: whole_decodes(TRACES / name))
+    assert sum(part["item_count"] for part in parts) > 0
+    assert name != "cycles" or sum(1 for _, stamps in returns if stamps) > 20  # calls that kept time stamps
+
+
+@needs_library
+def test_a_time_stamp_at_the_parts_last_item_replaces_its_value_as_add_timestamp_does(monkeypatch):
+    """C continues from the time stamp the part holds.  The cycles trace begins with CBR, ENABLED and
+    EXEC_MODE at item 0 with other times; here Python records the first two (as after a held event) and the
+    compiled loop the third, which must replace the part's last value, not add an entry at the same item."""
+    sync = decode_loop._sync
+
+    def python_takes_two(decoder, decoded):
+        status = sync(decoder, decoded)
+        if decoded.item_count == 0 and not decoded.tsc_items:
+            for _ in range(2):
+                status, event = decoder.event()
+                decode_loop._record(decoder, decoded, event)
+        return status
+
+    monkeypatch.setattr(decode_loop, "_sync", python_takes_two)
+    replaced, run = [], compiled_loop.CompiledLoop.run
+
+    def counted(loop, status):
+        status = run(loop, status)
+        replaced.append(loop._run.tsc_replaced)
+        return status
+
+    monkeypatch.setattr(compiled_loop.CompiledLoop, "run", counted)
+    [part] = both_loops(monkeypatch, lambda: whole_decodes(TRACES / "cycles"))
+    assert replaced[0] and array("Q", part["tsc_items"][1])[:2].tolist() != [0, 0]
 
 
 @needs_library
