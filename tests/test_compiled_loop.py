@@ -87,29 +87,35 @@ def test_every_committed_bundle_decodes_alike_with_either_loop(monkeypatch, name
     assert sum(part["item_count"] for part in parts) > 0
 
 
+@pytest.fixture
+def calls_into_c(monkeypatch):
+    """``(events, time stamps, whether the part's last time stamp was replaced)`` of every compiled loop call."""
+    calls, run = [], compiled_loop.CompiledLoop.run
+
+    def recorded(loop, status):
+        status = run(loop, status)
+        calls.append((loop._run.new_events, loop._run.new_tsc, loop._run.tsc_replaced))
+        return status
+
+    monkeypatch.setattr(compiled_loop.CompiledLoop, "run", recorded)
+    return calls
+
+
 @needs_library
 @pytest.mark.parametrize("name", ["cycles", "timestamps", "overflow", "percpu"])
-def test_small_outputs_hand_events_and_time_stamps_over_alike(monkeypatch, name):
+def test_small_outputs_hand_events_and_time_stamps_over_alike(monkeypatch, calls_into_c, name):
     """With room for 64 blocks a call, the compiled loop returns every few time updates and continues from the
     part's last time stamp, which it is handed each call: the Python loop's storage.  (Batches of fewer blocks
     would move where a loop without branches is noticed, which both loops check once a batch.)"""
     monkeypatch.setattr(decode_loop, "_BATCH", range(64))
     monkeypatch.setattr(compiled_loop, "_OUTPUT_BATCHES", 1)
-    returns, run = [], compiled_loop.CompiledLoop.run
-
-    def counted(loop, status):
-        status = run(loop, status)
-        returns.append((loop._run.new_events, loop._run.new_tsc))
-        return status
-
-    monkeypatch.setattr(compiled_loop.CompiledLoop, "run", counted)
     parts = both_loops(monkeypatch, lambda: whole_decodes(TRACES / name))
     assert sum(part["item_count"] for part in parts) > 0
-    assert name != "cycles" or sum(1 for _, stamps in returns if stamps) > 20  # calls that kept time stamps
+    assert name != "cycles" or sum(1 for _, stamps, _ in calls_into_c if stamps) > 20  # calls that kept time stamps
 
 
 @needs_library
-def test_a_time_stamp_at_the_parts_last_item_replaces_its_value_as_add_timestamp_does(monkeypatch):
+def test_a_time_stamp_at_the_parts_last_item_replaces_its_value_as_add_timestamp_does(monkeypatch, calls_into_c):
     """C continues from the time stamp the part holds.  The cycles trace begins with CBR, ENABLED and
     EXEC_MODE at item 0 with other times; here Python records the first two (as after a held event) and the
     compiled loop the third, which must replace the part's last value, not add an entry at the same item."""
@@ -124,16 +130,8 @@ def test_a_time_stamp_at_the_parts_last_item_replaces_its_value_as_add_timestamp
         return status
 
     monkeypatch.setattr(decode_loop, "_sync", python_takes_two)
-    replaced, run = [], compiled_loop.CompiledLoop.run
-
-    def counted(loop, status):
-        status = run(loop, status)
-        replaced.append(loop._run.tsc_replaced)
-        return status
-
-    monkeypatch.setattr(compiled_loop.CompiledLoop, "run", counted)
     [part] = both_loops(monkeypatch, lambda: whole_decodes(TRACES / "cycles"))
-    assert replaced[0] and array("Q", part["tsc_items"][1])[:2].tolist() != [0, 0]
+    assert calls_into_c[0][2] and array("Q", part["tsc_items"][1])[:2].tolist() != [0, 0]
 
 
 @needs_library

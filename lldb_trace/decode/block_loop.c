@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define LT_ABI 3                /* compiled_loop.py refuses a library built from another version of this file */
+#define LT_ABI 4                /* compiled_loop.py refuses a library built from another version of this file */
 #define LT_EVENT_PENDING 1      /* pts_event_pending */
 #define LT_FAILED (-1000000)  /* the status when the row table cannot grow (no libipt status is this low) */
 #define LT_EXEC_MODE 7          /* ptev_exec_mode */
@@ -81,8 +81,7 @@ struct lt_run {
 	uint64_t written;
 	uint64_t new_rows;
 	uint64_t new_checkpoints;
-	/* exec-mode events without a time stamp, taken here (capacity entries each): type, item index, ip */
-	uint8_t *event_types;
+	/* exec-mode events taken here (capacity entries each): item index, ip */
 	uint64_t *event_items;
 	uint64_t *event_ips;
 	uint64_t new_events;  /* out: how many */
@@ -230,12 +229,17 @@ static int lt_take_events(struct lt_run *run, lt_event_fn event_fn, void *decode
 		}
 		if (event->flags & LT_EVENT_HAS_TSC) lt_timestamp(run, event->tsc);
 		if (timing) continue;
-		run->event_types[run->new_events] = LT_EXEC_MODE;
 		run->event_items[run->new_events] = run->items;
 		run->event_ips[run->new_events] = event->variant.exec_mode.ip;
 		run->new_events++;
 	}
 	return status;
+}
+
+/* Whether lt_decode must return to Python now, after taking the pending events it records itself. */
+static int lt_stops(struct lt_run *run, lt_event_fn event_fn, void *decoder, struct lt_event *event, int *status) {
+	if (*status >= 0 && *status & LT_EVENT_PENDING) *status = lt_take_events(run, event_fn, decoder, event, *status);
+	return *status < 0 || *status & LT_EVENT_PENDING || run->held;
 }
 
 /* Decode from a decoder whose last call returned status; returns the last status libipt gave (or LT_FAILED).
@@ -249,13 +253,11 @@ int lt_decode(struct lt_table *table, lt_next_fn next, lt_offset_fn get_offset, 
 	while (run->capacity - run->written >= run->batch) {
 		uint64_t offset;
 		for (uint32_t calls = 0; calls < run->batch; calls++) {
-			if (status >= 0 && status & LT_EVENT_PENDING) status = lt_take_events(run, event_fn, decoder, event, status);
-			if (status < 0 || status & LT_EVENT_PENDING || run->held) return status;
+			if (lt_stops(run, event_fn, decoder, event, &status)) return status;
 			status = next(decoder, block, sizeof *block);
 			if (block->ninsn && lt_add(table, run, block, &next_checkpoint)) return LT_FAILED;
 		}
-		if (status >= 0 && status & LT_EVENT_PENDING) status = lt_take_events(run, event_fn, decoder, event, status);
-		if (status < 0 || status & LT_EVENT_PENDING || run->held) return status;
+		if (lt_stops(run, event_fn, decoder, event, &status)) return status;
 		if (get_offset(decoder, &offset) < 0) continue;
 		if (run->has_stalled_at && offset == run->stalled_at) {
 			run->stalled = 1;

@@ -23,7 +23,7 @@ from ..libipt.structs import pt_block, pt_event
 
 ENVIRONMENT = "LLDB_TRACE_DECODE_LOOP"  # "python": use the Python loop even where the compiled one exists
 LIBRARY_NAME = "_block_loop"  # setup.py's extension lldb_trace.decode._block_loop
-_ABI = 3  # LT_ABI in block_loop.c
+_ABI = 4  # LT_ABI in block_loop.c
 _FAILED = -1000000  # LT_FAILED: the row table could not grow
 _OUTPUT_BATCHES = 16  # batches of blocks the output arrays hold: the loop returns to Python at most this often
 
@@ -52,7 +52,6 @@ class _Run(ctypes.Structure):
         ("written", c_uint64),
         ("new_rows", c_uint64),
         ("new_checkpoints", c_uint64),
-        ("event_types", c_void_p),
         ("event_items", c_void_p),
         ("event_ips", c_void_p),
         ("new_events", c_uint64),
@@ -131,10 +130,11 @@ class CompiledLoop:
     ``run(status)`` returns at an error (its block stays in the decoder's
     ``raw_item``), a full output, or a pending event other than the exec-mode
     one libipt reports at every PSB and the timing updates (those are recorded
-    in C, with their time stamps), with libipt's last status.  After it, ``held_event`` is an event C took but left to
-    Python to record, ``event_failed`` says that taking one failed (the status
-    is the error), and ``stalled`` that a whole batch read no trace.  The
-    (ip, size) -> row table lives in C for the loop's life.
+    in C, with their time stamps), with libipt's last status.  After it,
+    ``held_event`` is an event C took but left to Python to record,
+    ``event_failed`` says that taking one failed (the status is the error), and
+    ``stalled`` that a whole batch read no trace.  The (ip, size) -> row table
+    lives in C for the loop's life.
     """
 
     def __init__(self, decoder, part, batch, spacing, followed_classes):
@@ -150,7 +150,6 @@ class CompiledLoop:
         self._sizes = np.empty(capacity, np.uint16)
         self._classes = np.empty(capacity, np.uint8)
         self._checkpoints = np.empty(capacity, np.uint64)
-        self._event_types = np.empty(capacity, np.uint8)
         self._event_items = np.empty(capacity, np.uint64)
         self._event_ips = np.empty(capacity, np.uint64)
         self._tsc_items = np.empty(capacity, np.uint64)
@@ -160,8 +159,8 @@ class CompiledLoop:
             capacity=capacity, sequence=self._sequence.ctypes.data, row_ips=self._ips.ctypes.data,
             row_sizes=self._sizes.ctypes.data, row_classes=self._classes.ctypes.data,
             checkpoints=self._checkpoints.ctypes.data, followed_classes=sum(1 << int(c) for c in followed_classes),
-            spacing=spacing, batch=batch, event_types=self._event_types.ctypes.data,
-            event_items=self._event_items.ctypes.data, event_ips=self._event_ips.ctypes.data,
+            spacing=spacing, batch=batch, event_items=self._event_items.ctypes.data,
+            event_ips=self._event_ips.ctypes.data,
             tsc_items=self._tsc_items.ctypes.data, tsc_values=self._tsc_values.ctypes.data,
         )  # fmt: skip
         libipt = lib()
@@ -201,8 +200,7 @@ class CompiledLoop:
             run.last_end if run.has_last_end else None,
         )
         if run.new_events:
-            count = run.new_events
-            part.add_events(self._event_types[:count], self._event_items[:count], self._event_ips[:count])
+            part.add_exec_modes(self._event_items[: run.new_events], self._event_ips[: run.new_events])
         if run.tsc_replaced:
             part.tsc_values[-1] = run.tsc_replaced_value
         if run.new_tsc:

@@ -7,9 +7,9 @@ Python loop does as little per block as it can: one ctypes call, and a copy of
 the raw ``pt_block`` into a byte buffer added to the storage in batches.  Both
 record every event at the item index where it occurs (the C loop itself records
 the exec-mode event of every PSB and the timing updates; every other event
-comes back here), and give the same storage.  Errors become gap items and decoding resumes at the
-next PSB, as libipt allows, so one bad packet costs one gap, not the rest of
-the trace.  A trace file that ends inside a packet ends with a gap that says
+comes back here), and give the same storage.  Errors become gap items and
+decoding resumes at the next PSB, as libipt allows, so one bad packet costs one
+gap, not the rest of the trace.  A trace file that ends inside a packet ends with a gap that says
 it was truncated (truncation.py).
 """
 

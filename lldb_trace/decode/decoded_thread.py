@@ -177,9 +177,9 @@ class DecodedPart:
         if event_type in (EventType.DISABLED, EventType.ASYNC_DISABLED) and ip is not None:
             self.end_ip = ip  # tracing stopped here: the thread's pc, not yet executed
 
-    def add_events(self, types, items, ips):
-        """Append events the compiled loop recorded (exec-mode ones, which change no end ip), as numpy arrays."""
-        self.event_types.frombytes(memoryview(types).cast("B"))
+    def add_exec_modes(self, items, ips):
+        """Append exec-mode events the compiled loop recorded (they change no end ip), as numpy arrays."""
+        self.event_types.frombytes(bytes([EventType.EXEC_MODE]) * len(items))
         self.event_items.frombytes(memoryview(items).cast("B"))
         self.event_ips.frombytes(memoryview(ips).cast("B"))
 
