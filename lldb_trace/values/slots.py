@@ -1,15 +1,17 @@
 """Registers stored to a stack slot and loaded back from it: the same value, known before any address is.
 
 A general register pushed or stored whole (``push rbx``, ``mov [rbp-8], rdi``) and popped or loaded whole from
-the same slot later, with no write between that may touch the slot, is one value: a relation of the window's
-Structure, like ``mov rbp, rsp``.  A slot is named by its base register's class (structure.py: segments that
-differ by constants) and offset, so equal names are one address and different offsets in one class are
-different bytes, whatever the class's value.  A write at an address of another class, or of no class, may hit
-any slot: it ends them all.  The slots live at a window's end carry into the next window (``outgoing``), so a
-callee cut in two by the window edge still restores what it saved.
+the same slot later (``pop rbx``, ``mov rdi, [rbp-8]``, the ``pop rbp`` inside ``leave``), with no write between
+that may touch the slot, is one value: a relation of the window's Structure, like ``mov rbp, rsp``.  A slot is
+named by its base register's class (structure.py: segments that differ by constants) and offset, so equal names
+are one address and different offsets in one class are different bytes, whatever the class's value.  A write at
+an address of another class, or of no class, may hit any slot: it ends them all.  The slots live at a window's
+end carry into the next window (``outgoing``), so a callee cut in two by the window edge still restores what it
+saved.
 """
 
 from .effects import MemRef
+from .registers import RBP
 
 _GENERAL = 16  # rax..r15: the registers whose slots are followed
 _ROUNDS = 4  # passes over a window: each may merge classes that let the next match more slots
@@ -87,6 +89,8 @@ def _move(structure, i, effect):
         ref, register, state, way = effect.accesses[-1][1], ops[0].reg[0], i, "w"
     elif kind == "pop" and ops[0].reg[0] < _GENERAL:
         ref, register, state, way = effect.accesses[0][1], ops[0].reg[0], i + 1, "r"
+    elif kind == "leave":  # mov rsp, rbp; pop rbp: rbp loaded whole from the slot rbp names
+        ref, register, state, way = effect.accesses[0][1], RBP, i + 1, "r"
     elif kind == "mov" and len(ops) == 2 and ops[0].width == ops[1].width == 64:
         if ops[0].kind == "mem" and ops[1].kind == "reg" and ops[1].reg[0] < _GENERAL:
             ref, register, state, way = ops[0].ref, ops[1].reg[0], i, "w"
