@@ -139,7 +139,8 @@ def measure(mode, truth, with_start, explain, recorded=False):
 
 def build(folder, source, cflags, extra):
     binary = Path(folder) / f"program{len(extra)}"
-    subprocess.run(["gcc", "-g", *cflags, *extra, "-o", str(binary), source], check=True)
+    compiler = "g++" if source.endswith(".cpp") else "gcc"
+    subprocess.run([compiler, "-g", *cflags, *extra, "-o", str(binary), source], check=True)
     return binary
 
 
