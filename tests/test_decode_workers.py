@@ -1,6 +1,7 @@
 """How many processes decode (LLDB_TRACE_WORKERS, --workers, the cores), and pieces sent back as raw columns."""
 
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lldb_trace.decode import parallel
 from lldb_trace.decode.decode_loop import decode_part
 from lldb_trace.decode.gap_table import GapTable
 from lldb_trace.decode.part_transfer import PartTransferError, read_part, write_part
@@ -132,3 +134,19 @@ def test_without_memfd_the_pieces_come_back_through_a_temporary_file(monkeypatch
     assert len(decoded.parts) == len(made) + 1 > 1 and not decoded.gaps  # a file per child
     assert decoded.item_count == single.decoded(tid).item_count
     assert len(pieced.call_forest(tid)) == len(single.call_forest(tid))
+
+
+@pytest.mark.parametrize(("pieces", "weight"), [(2, 1.0), (2, 1.5), (4, parallel.PARENT_WEIGHT), (3, 2.0)])
+def test_the_first_piece_takes_the_share_its_weight_asks(pieces, weight):
+    """The parent decodes the first piece and has no piece to write back, so it takes a larger one; each piece
+    still begins at a PSB, and together they cover the trace."""
+    one = (ROOT / "test_traces" / "cycles" / "traces" / "22406.intelpt_trace").read_bytes()
+    trace = one * 40  # a PSB at least every copy
+    planned = parallel.plan_pieces(trace, pieces, weight)
+    assert len(planned) == pieces
+    assert planned[0][0] == 0 and planned[-1][1] == len(trace)
+    assert all(end == start for (_, end), (start, _) in itertools.pairwise(planned))
+    psbs = set(parallel.psb_offsets(trace))
+    assert all(start in psbs for start, _ in planned[1:])
+    first = planned[0][1] / len(trace)
+    assert weight / (weight + pieces - 1) <= first <= weight / (weight + pieces - 1) + len(one) / len(trace)
