@@ -25,7 +25,6 @@ import argparse
 import collections
 import resource
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.stepped_truth import register_score, step_program  # noqa: E402
+from support.stepped_truth import build_program, register_score, step_program  # noqa: E402
 
 from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState  # noqa: E402
 from lldb_trace.values.recovery import CHUNK, ThreadValues  # noqa: E402
@@ -139,8 +138,7 @@ def measure(mode, truth, with_start, explain, recorded=False):
 
 def build(folder, source, cflags, extra):
     binary = Path(folder) / f"program{len(extra)}"
-    compiler = "g++" if source.endswith(".cpp") else "gcc"
-    subprocess.run([compiler, "-g", *cflags, *extra, "-o", str(binary), source], check=True)
+    build_program(source, [*cflags, *extra], binary)
     return binary
 
 

@@ -4,13 +4,12 @@ every step (tests/support/stepped_truth.py).  The engine may leave a value unkno
 
 import random
 import shutil
-import subprocess
 from dataclasses import replace
 from functools import partial
 
 import pytest
 from support.paths import SOURCES
-from support.stepped_truth import register_score, step_program
+from support.stepped_truth import build_program, compiler_for, register_score, step_program
 
 from lldb_trace.values import integer_ops, rules
 from lldb_trace.values.emulator import Emulator
@@ -44,11 +43,11 @@ def truths(tmp_path_factory):
     def truth(name):
         if name not in built:
             source, flags, until = PROGRAMS[name]
-            compiler = "g++" if source.endswith(".cpp") else "gcc"
+            compiler = compiler_for(source)
             if shutil.which(compiler) is None:
                 pytest.skip(f"no {compiler}")
             binary = folder / name
-            subprocess.run([compiler, "-g", *flags, "-o", str(binary), str(SOURCES / source)], check=True)
+            build_program(SOURCES / source, flags, binary)
             built[name] = step_program(binary, MAX_STEPS, until=until, with_start=True)
         return built[name]
 

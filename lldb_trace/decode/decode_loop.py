@@ -9,8 +9,8 @@ record every event at the item index where it occurs (the C loop itself records
 the exec-mode event of every PSB and the timing updates; every other event
 comes back here), and give the same storage.  Errors become gap items and
 decoding resumes at the next PSB, as libipt allows, so one bad packet costs one
-gap, not the rest of the trace.  A trace file that ends inside a packet ends with a gap that says
-it was truncated (truncation.py).
+gap, not the rest of the trace.  A trace file that ends inside a packet ends
+with a gap that says it was truncated (truncation.py).
 """
 
 from .. import libipt, progress

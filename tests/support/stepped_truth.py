@@ -9,6 +9,7 @@ SAMPLE_EVERY steps, and at the end the registers and every readable mapping
 
 import os
 import signal
+import subprocess
 from dataclasses import dataclass, field
 
 from lldb_trace.capture.ptrace_recorder import ptrace
@@ -156,6 +157,16 @@ def _run_to_main(pid, binary):
             ptrace.set_rip(pid, main)
             return
         ptrace.cont(pid, 0 if os.WSTOPSIG(status) == signal.SIGTRAP else os.WSTOPSIG(status))
+
+
+def compiler_for(source):
+    """The compiler of a program's source: g++ for C++, gcc otherwise."""
+    return "g++" if str(source).endswith(".cpp") else "gcc"
+
+
+def build_program(source, flags, binary):
+    """Compile ``source`` with debug information and ``flags`` into ``binary``, to be stepped."""
+    subprocess.run([compiler_for(source), "-g", *flags, "-o", str(binary), str(source)], check=True)
 
 
 def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None):
