@@ -26,15 +26,18 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..x86 import syscall_memory
 from . import integer_ops, rules
 from .effects import StateArea
 from .generations import Generations
-from .registers import MASK64, RIP
+from .registers import MASK64, RAX, RDI, RDX, RIP, RSI
 
 _EXACT = frozenset(
     ("mov", "movx", "lea", "alu", "unary", "push", "pop", "call", "ret", "leave", "xchg", "jmp", "lanes")
 )
 _MAX_SOLVES = 4
+_SYSCALL_ARGUMENTS = (RDI, RSI, RDX, 10, 8, 9)  # r10, r8, r9: the fourth to sixth
+_MOST_BOUNDED = 1 << 20  # bytes a system call may write before it counts as writing anything
 
 
 class Chunk:
@@ -90,6 +93,7 @@ class Chunk:
         self.facts = {}  # (i, access) -> value: what the instructions say they read or wrote
         self.addresses = {}  # (i, access) -> address, once known
         self.extents = {}  # (i, access) -> the size of an area whose extent its address registers decide
+        self.bounded = {}  # i -> [(address, size)]: the most an unrecorded system call may write, from its arguments
         self.memory = None
         self.work = {i for i in range(self.n) if self.active[i] and self.effects[i].seed} | self.structure.zero
         for state, registers, _ in self.pins:
@@ -171,6 +175,8 @@ class Chunk:
                     self._learn(register, i + 1, before(register))
                     self._learn(register, i, after(register))
                 regs |= result
+            elif i not in self.bounded:
+                self._bound_syscall(i, before)
         for register, value in regs.items():
             self._learn(register, i + 1, value)
         for access, value in stores.items():
@@ -240,7 +246,11 @@ class Chunk:
             if not self.active[i]:
                 barriers.append(i)
                 continue
-            own = effect.barrier and (effect.kind != "syscall" or self.syscalls.get(i, (0, 0, 1))[2])
+            if effect.kind == "syscall" and i not in self.syscalls:
+                own = i not in self.bounded
+                spans += [(i, address, address + size) for address, size in self.bounded.get(i, ())]
+            else:
+                own = effect.barrier and (effect.kind != "syscall" or self.syscalls[i][2])
             for k, (kind, _, size) in enumerate(effect.accesses):
                 address = self.addresses.get((i, k))
                 own |= address is None and kind == "w"
@@ -274,6 +284,18 @@ class Chunk:
             if (i, k) in self.addresses:
                 kind, size = self.effects[i].accesses[k][0], self._size(i, k)
                 self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+
+    def _bound_syscall(self, i, before):
+        """Where the system call at i, not recorded, may write, from its number and arguments: its buffers stop
+        being what they were (their values unknown until a later fact says them), and the rest of memory stays."""
+        number = before(RAX)
+        if number is None:
+            return
+        arguments = [before(register) for register in _SYSCALL_ARGUMENTS]
+        ranges = syscall_memory.written(number, arguments)
+        if ranges is not None and sum(size for _, size in ranges) <= _MOST_BOUNDED:
+            self.bounded[i] = ranges
+            self.relayout = True
 
     def _size(self, i, k):
         """The bytes access k of instruction i touches (an xsave's area: as far as its components reach)."""

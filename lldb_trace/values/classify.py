@@ -42,6 +42,7 @@ _OPAQUE_WRITES = {
     "vpcmpistrm": (VECTOR, RFLAGS), "vpcmpestrm": (VECTOR, RFLAGS), "vzeroall": VECTORS[:16],
 }  # fmt: skip
 _SYSCALL_WRITES = (RAX, RCX, 11, RFLAGS, FS_BASE, GS_BASE)  # arch_prctl sets fs_base; r11 gets rflags
+_SYSCALL_READS = frozenset((RAX, RDI, RSI, RDX, 10, 8, 9))  # the number; the arguments in rdi, rsi, rdx, r10, r8, r9
 _STATE_SAVES = frozenset(("xsave", "xsavec", "xsaveopt", "xsaves", "fxsave", "xsave64", "xsavec64", "fxsave64"))
 _STATE_RESTORES = frozenset(("xrstor", "xrstors", "fxrstor", "xrstor64", "xrstors64", "fxrstor64"))
 _UNTRACKED_TOUCH_MEMORY = _STATE_SAVES
@@ -114,6 +115,7 @@ def classify(effect, insn, untracked, repeated):
         effect.kind, effect.writes = "jmp", frozenset()
     elif mnemonic in ("syscall",):
         effect.kind, effect.writes, effect.barrier = "syscall", frozenset(_SYSCALL_WRITES), True
+        effect.reads = effect.reads | _SYSCALL_READS  # its number and arguments say what memory it may write
     elif mnemonic in _STATE_SAVES or mnemonic in _STATE_RESTORES:  # x87/SSE/AVX state: no tracked register
         effect.kind, effect.writes = "opaque", frozenset()
         _state_area(effect)

@@ -1,0 +1,60 @@
+"""What a system call may write, from its arguments: the recorder asks with the result, the value recovery
+without it and with unknown arguments (None), where a call it cannot bound must come out as None."""
+
+import pytest
+
+from lldb_trace.x86.syscall_memory import written
+
+BUFFER, NULL = 0x7FFF0000, 0
+
+
+@pytest.mark.parametrize(
+    ("number", "arguments", "result", "expected"),
+    [
+        (1, (1, BUFFER, 5), None, []),  # write: reads the buffer, writes none
+        (39, (), None, []),  # getpid
+        (0, (3, BUFFER, 4096), 17, [(BUFFER, 17)]),  # read, as the recorder sees it
+        (0, (3, BUFFER, 4096), None, [(BUFFER, 4096)]),  # read, the result unknown: all it may fill
+        (0, (3, BUFFER, 4096), -9, []),  # a failed read wrote nothing
+        (14, (0, BUFFER, NULL, 8), None, []),  # rt_sigprocmask without an old set
+        (14, (0, NULL, BUFFER, 8), None, [(BUFFER, 8)]),
+        (35, (BUFFER, BUFFER + 16), 0, []),  # nanosleep writes the time left only when interrupted
+        (35, (BUFFER, BUFFER + 16), None, [(BUFFER + 16, 16)]),
+        (72, (3, 16, BUFFER), 0, [(BUFFER, 8)]),  # fcntl(F_GETOWN_EX) copies a struct f_owner_ex out
+        (72, (3, 1, 0), 0, []),  # F_GETFD
+        (16, (1, 0x5401, BUFFER), None, [(BUFFER, 36)]),  # ioctl(TCGETS)
+        (23, (64, BUFFER, NULL, NULL, NULL), None, [(BUFFER, 8)]),  # select, one fd_set
+        (202, (BUFFER, 0x81, 1), None, []),  # futex(FUTEX_WAKE_PRIVATE)
+    ],
+)
+def test_the_buffers_a_call_writes(number, arguments, result, expected):
+    assert written(number, (*arguments, *[0] * (6 - len(arguments))), result) == expected
+
+
+@pytest.mark.parametrize(
+    ("number", "arguments"),
+    [
+        (0, (3, None, 4096)),  # read into an unknown buffer
+        (0, (3, BUFFER, None)),  # of an unknown size
+        (14, (0, BUFFER, None, 8)),  # an old set whose address is unknown, NULL or not
+        (23, (64, None, NULL, NULL, NULL)),  # select with an unknown fd_set
+        (28, (BUFFER, 4096, None)),  # madvise whose advice is unknown
+        (72, (3, None, BUFFER)),  # fcntl of an unknown command
+        (115, (None, BUFFER)),  # getgroups of an unknown size (0 asks for nothing)
+        (202, (BUFFER, None, 1)),  # futex of an unknown operation
+        (19, (3, BUFFER, 2)),  # readv: its buffers are listed in memory not given here
+        (59, (BUFFER, BUFFER, BUFFER)),  # execve: anything
+        (9, (0, 4096, 3, 0x22, -1, 0)),  # mmap: new contents
+    ],
+)
+def test_what_the_arguments_cannot_bound_is_none(number, arguments):
+    assert written(number, (*arguments, *[0] * (6 - len(arguments)))) is None
+
+
+def test_iovecs_are_read_from_memory_when_it_is_known():
+    table = BUFFER.to_bytes(8, "little") + (100).to_bytes(8, "little")
+    table += (BUFFER + 0x1000).to_bytes(8, "little") + (50).to_bytes(8, "little")
+    memory = {0x6000: table}
+    read = lambda address, size: memory.get(address, b"")[:size]  # noqa: E731
+    assert written(19, (3, 0x6000, 2, 0, 0, 0), 120, read) == [(BUFFER, 100), (BUFFER + 0x1000, 20)]
+    assert written(19, (3, 0x6000, 2, 0, 0, 0), None, read) == [(BUFFER, 100), (BUFFER + 0x1000, 50)]
