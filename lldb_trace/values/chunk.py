@@ -26,21 +26,16 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..x86 import syscall_memory
 from . import integer_ops, rules
 from .effects import StateArea
 from .generations import Generations
-from .registers import MASK64, RAX, RDI, RDX, RIP, RSI
+from .kernel_steps import EXACT, KernelSteps
+from .registers import GPRS, MASK64, RIP
 
-_EXACT = frozenset(
-    ("mov", "movx", "lea", "alu", "unary", "push", "pop", "call", "ret", "leave", "xchg", "jmp", "lanes")
-)
 _MAX_SOLVES = 4
-_SYSCALL_ARGUMENTS = (RDI, RSI, RDX, 10, 8, 9)  # r10, r8, r9: the fourth to sixth
-_MOST_BOUNDED = 1 << 20  # bytes a system call may write before it counts as writing anything
 
 
-class Chunk:
+class Chunk(KernelSteps):
     """``structure``: the window's Structure; ``pins``: [(state, {register: value}, byte(address) -> int|None)],
     ``syscalls``: {i: (registers {number: value}, [(address, bytes)], unknown_memory)}."""
 
@@ -94,8 +89,11 @@ class Chunk:
         self.addresses = {}  # (i, access) -> address, once known
         self.extents = {}  # (i, access) -> the size of an area whose extent its address registers decide
         self.bounded = {}  # i -> [(address, size)]: the most an unrecorded system call may write, from its arguments
+        self.saved = {}  # (delivery, register) -> the interrupted value its signal frame saved
+        self.frames = {}  # delivery -> the bytes its signal frame took (None: its address unknown), as laid out
         self.memory = None
         self.work = {i for i in range(self.n) if self.active[i] and self.effects[i].seed} | self.structure.zero
+        self.work |= self.structure.deliveries.keys()
         for state, registers, _ in self.pins:
             for register, value in registers.items():
                 self._learn(register, state, value)
@@ -152,6 +150,9 @@ class Chunk:
 
     def _apply(self, i):
         effect = self.effects[i]
+        if i in self.structure.deliveries:
+            self._deliver(i, effect, self.structure.deliveries[i])
+            return
 
         def before(register):
             return effect.address if register == RIP else self.register(register, i)
@@ -161,7 +162,7 @@ class Chunk:
 
         self._find_addresses(i, effect, before)
         regs, stores = {}, {}
-        if effect.kind in _EXACT:
+        if effect.kind in EXACT:
             regs, stores = rules.forward(effect, before, lambda access: self.loaded.get((i, access)))
         elif effect.kind == "generic":
             loads = {k: self.loaded[(i, k)] for k in range(len(effect.accesses)) if (i, k) in self.loaded}
@@ -181,7 +182,7 @@ class Chunk:
             self._learn(register, i + 1, value)
         for access, value in stores.items():
             self._fact(i, access, value)
-        if effect.kind not in _EXACT:
+        if effect.kind not in EXACT:
             return
         memory = (lambda access: self.loaded.get((i, access)), lambda access: self.stored.get((i, access)))
 
@@ -251,6 +252,10 @@ class Chunk:
                 spans += [(i, address, address + size) for address, size in self.bounded.get(i, ())]
             else:
                 own = effect.barrier and (effect.kind != "syscall" or self.syscalls[i][2])
+            if i in self.structure.deliveries:
+                extent = self.frames[i] = self._frame_extent(i)
+                own |= extent is None
+                spans += [(i, *extent)] if extent is not None else []
             for k, (kind, _, size) in enumerate(effect.accesses):
                 address = self.addresses.get((i, k))
                 own |= address is None and kind == "w"
@@ -264,7 +269,7 @@ class Chunk:
                 unknown = [
                     k for k, access in enumerate(effect.accesses) if access[0] == "w" and (i, k) not in self.addresses
                 ]
-                if not effect.barrier and not self.shared and len(unknown) == 1:
+                if not effect.barrier and not self.shared and len(unknown) == 1 and i not in self.frames:
                     self.crossings[i] = unknown[0]
             if own or self.shared:
                 barriers.append(i)
@@ -275,6 +280,11 @@ class Chunk:
         self.memory = Generations(
             self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing, spans
         )
+        for i, extent in self.frames.items():  # the slots of the interrupted registers, in each frame known
+            for register in (*GPRS, RIP) if extent is not None else ():
+                self.memory.add(self._slot(i, register))
+                if (i, register) in self.saved:
+                    self.memory.fact(self._slot(i, register), self.saved[(i, register)])
         self.known_accesses = []
         for (i, k), address in sorted(self.addresses.items()):
             kind, size = self.effects[i].accesses[k][0], self._size(i, k)
@@ -284,18 +294,6 @@ class Chunk:
             if (i, k) in self.addresses:
                 kind, size = self.effects[i].accesses[k][0], self._size(i, k)
                 self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
-
-    def _bound_syscall(self, i, before):
-        """Where the system call at i, not recorded, may write, from its number and arguments: its buffers stop
-        being what they were (their values unknown until a later fact says them), and the rest of memory stays."""
-        number = before(RAX)
-        if number is None:
-            return
-        arguments = [before(register) for register in _SYSCALL_ARGUMENTS]
-        ranges = syscall_memory.written(number, arguments)
-        if ranges is not None and sum(size for _, size in ranges) <= _MOST_BOUNDED:
-            self.bounded[i] = ranges
-            self.relayout = True
 
     def _size(self, i, k):
         """The bytes access k of instruction i touches (an xsave's area: as far as its components reach)."""

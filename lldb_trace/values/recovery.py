@@ -29,6 +29,7 @@ import numpy as np
 from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
 from .chunk import Chunk, spans_reader
+from .deliveries import Deliveries
 from .emulator import Emulator
 from .machine_state import TRACKED
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
@@ -113,6 +114,7 @@ class ThreadValues:
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
         self._effects, self._flow = {}, Classifier(read_code)
+        self._signals, self._return_sites = Deliveries(self), {}
         self._emulator = Emulator()
         self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
         self._final, self._forward, self._structures = {}, {}, {}
@@ -194,6 +196,9 @@ class ThreadValues:
                 left = self._forward_chunk(k - 1) if forward else None
                 right = self._final.get(k + 1)
                 self._final[k] = self._chunk(k, left, right, with_end=True)
+                while self._signals.prove(k * CHUNK, self._final[k]):  # a handler's frame says it was a signal
+                    self._structures.pop(k)
+                    self._final[k] = self._chunk(k, left, right, with_end=True)
                 self._carry_forward(k)
         return self._final[number]
 
@@ -236,7 +241,8 @@ class ThreadValues:
                 effects.append(effect)
                 nexts.append(following or None)
                 cuts.append(self._cut(position, effect, following))
-            found = self._structures[number] = Structure(effects, nexts, cuts, self.shared)
+            deliveries = self._signals.mark(low, effects, cuts)
+            found = self._structures[number] = Structure(effects, nexts, cuts, self.shared, deliveries)
         return found
 
     def _chunk(self, number, left, right, with_end):
@@ -276,6 +282,20 @@ class ThreadValues:
                 effect.related = tuple(relations(effect))
         return effect
 
+    def _return_site(self, address):
+        """Whether a call instruction ends at ``address`` (decoded backwards, so bytes that merely look like one
+        count too): where a ret may go.  A signal handler's first instruction begins a function: a ret that seems
+        to go there is a signal delivered after the ret, which the registers the kernel sets must not cross."""
+        found = self._return_sites.get(address)
+        if found is None:
+            code = self._read_code(address - MAX_INSN_SIZE, MAX_INSN_SIZE) or b""
+            found = self._return_sites[address] = any(
+                call.size == length and call.mnemonic == "call"
+                for length in range(2, len(code) + 1)
+                for call in self._cs.disasm(code[-length:], address - length, 1)
+            )
+        return found
+
     def _cut(self, position, effect, following):
         """Whether nothing carries from state ``position`` to the next."""
         if effect is None:
@@ -290,8 +310,8 @@ class ThreadValues:
             return following != flow.target
         if flow.transfer == Transfer.CONDITIONAL:
             return following not in (fall, flow.target)
-        if flow.transfer == Transfer.INDIRECT:
-            return False
+        if flow.transfer == Transfer.INDIRECT:  # a ret goes back after a call, or to a signal's trampoline
+            return effect.kind == "ret" and not (self._return_site(following) or self._signals.trampoline(following))
         return not (effect.kind == "syscall" and following == fall)
 
 

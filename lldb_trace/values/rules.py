@@ -83,6 +83,10 @@ def forward(effect, get, load):
         regs.update(dict.fromkeys(effect.zeroed, 0))
     elif kind == "syscall":
         regs[2] = effect.next_address  # rcx: where sysret returns
+    elif kind == "sigreturn":  # signals.py: each register from its slot
+        for operand in ops:
+            if load(operand.load) is not None:
+                regs[operand.reg[0]] = load(operand.load)
     return regs, stores
 
 
@@ -171,6 +175,10 @@ def backward(effect, before, after, memory, next_address, wide):
             regs[RSP] = (rsp - 8 - effect.extra) & MASK64
         if next_address is not None:
             loads[0] = next_address
+    elif kind == "sigreturn":
+        for operand in ops:
+            if after(operand.reg[0]) is not None:
+                loads[operand.load] = after(operand.reg[0])
     elif kind == "leave":
         rsp, rbp = after(RSP), after(RBP)
         if rsp is not None:

@@ -24,7 +24,12 @@ def plan(structure):
     (or where nothing carries), else ``(move, writes)``: the whole-register store or load, and the writes."""
     steps = []
     for i, effect in enumerate(structure.effects):
-        if not structure.active[i] or effect.barrier or effect.kind in ("opaque", "syscall"):
+        if (
+            not structure.active[i]
+            or effect.barrier
+            or effect.kind in ("opaque", "syscall", "sigreturn")
+            or i in structure.deliveries
+        ):
             steps.append((_CLEAR, None))
             continue
         if not effect.accesses:

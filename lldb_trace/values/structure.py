@@ -11,19 +11,20 @@ loaded back from it is the same value too (slots.py).
 
 from bisect import bisect_right
 
-from . import slots
-from .registers import REGISTERS, RFLAGS
+from . import signals, slots
+from .registers import GPRS, REGISTERS, RFLAGS
 
 _ZERO_EXTENDING = frozenset(("mov", "movx", "lea", "alu", "unary"))  # a 32-bit destination clears the upper half
 
 
 class Structure:
     """``effects[i]`` (None: nothing known), ``nexts[i]`` (the next position's address or None), ``cuts[i]``
-    (nothing carries from state i to i+1)."""
+    (nothing carries from state i to i+1), ``deliveries`` ({i: where the thread resumed}: a signal delivered after
+    instruction i, signals.py)."""
 
-    def __init__(self, effects, nexts, cuts, shared=False):
+    def __init__(self, effects, nexts, cuts, shared=False, deliveries=None):
         self.n = len(effects)
-        self.effects, self.nexts, self.cuts = effects, nexts, cuts
+        self.effects, self.nexts, self.cuts, self.deliveries = effects, nexts, cuts, deliveries or {}
         self.active = [e is not None and not cut for e, cut in zip(effects, cuts, strict=True)]
         self._segments()
         self._zero_results()
@@ -53,9 +54,10 @@ class Structure:
                 for register in range(REGISTERS):
                     starts[register].append(i + 1)
                 continue
-            for register in effect.writes:
+            delivery = i in self.deliveries  # the kernel sets some registers too, and saves them all
+            for register in effect.writes | signals.CLOBBERED if delivery else effect.writes:
                 starts[register].append(i + 1)
-            for register in effect.mentioned:
+            for register in set(effect.mentioned) | set(GPRS) if delivery else effect.mentioned:
                 mentions[register].append(i)
         self.starts, self.mentions = starts, mentions
 
@@ -63,7 +65,12 @@ class Structure:
         """The flag-setting instructions whose result the trace says was zero: a je taken or a jne not taken."""
         self.zero = set()
         for i, effect in enumerate(self.effects):
-            if not self.active[i] or effect.mnemonic not in ("je", "jne") or self.nexts[i] is None:
+            if (
+                not self.active[i]
+                or effect.mnemonic not in ("je", "jne")
+                or self.nexts[i] is None
+                or i in self.deliveries
+            ):
                 continue
             target = effect.operands[0].imm
             if target == effect.next_address or (self.nexts[i] == target) != (effect.mnemonic == "je"):
@@ -75,7 +82,7 @@ class Structure:
     def wide(self, register, state):
         """Whether the register's value at ``state`` was written as 32 bits (zero-extended: its low half is all)."""
         writer = self.starts[register][self.segment(register, state)] - 1
-        if writer < 0 or not self.active[writer]:
+        if writer < 0 or not self.active[writer] or (writer in self.deliveries and register in signals.CLOBBERED):
             return False
         effect = self.effects[writer]
         first = effect.operands[0] if effect.operands else None
@@ -92,10 +99,13 @@ class Structure:
         self.root, self.members = {}, {}  # segment -> (root, value - root's value); root -> [(segment, offset)]
         for i, effect in enumerate(self.effects):
             if self.active[i]:
+                delivery = i in self.deliveries
                 for output, source, constant in effect.related:
-                    a = (output, self.segment(output, i + 1))
-                    b = (source, self.segment(source, i))
-                    self.union(a, b, constant)
+                    if not (delivery and output in signals.CLOBBERED):
+                        self.union((output, self.segment(output, i + 1)), (source, self.segment(source, i)), constant)
+        for i in self.deliveries:  # the handler's rdx and rsi point into the frame at its rsp
+            for output, source, constant in signals.RELATIONS:
+                self.union((output, self.segment(output, i + 1)), (source, self.segment(source, i + 1)), constant)
         for i in self.zero:  # cmp a, b / sub a, b / xor a, b with a zero result: a == b
             effect = self.effects[i]
             first, second = (*effect.operands, None)[:2]

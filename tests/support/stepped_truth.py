@@ -169,10 +169,11 @@ def build_program(source, flags, binary):
     subprocess.run([compiler_for(source), "-g", *flags, "-o", str(binary), str(source)], check=True)
 
 
-def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None):
+def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None, signal_at=None):
     """Single-steps ``binary`` from main for ``steps`` instructions, or until it reaches function ``until``;
     without ``keep_registers`` only the addresses and the end state are kept (long runs, to time the engine);
-    ``env``: the program's environment (default: this process's)."""
+    ``env``: the program's environment (default: this process's); ``signal_at``: ``(position, signal)``, the
+    signal delivered just before the instruction at that position runs (as if it came from elsewhere then)."""
     stop = _address(binary, until) if until else None
     pid = ptrace.launch(str(binary), list(args), env)
     try:
@@ -182,6 +183,8 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
         regs = ptrace.get_regs(pid)
         pending, repeating, log = 0, False, SyscallLog(pid, _ProcessMemory(pid)) if with_start else None
         while len(truth.addresses) < steps and regs["rip"] != stop:
+            if signal_at is not None and signal_at[0] == len(truth.addresses) and not pending and not repeating:
+                pending, signal_at = signal_at[1], None
             if not pending and not repeating:  # a position: the instruction about to run
                 truth.addresses.append(regs["rip"])
                 if keep_registers:
@@ -203,6 +206,8 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
             sig = os.WSTOPSIG(status)
             pending = 0 if sig == signal.SIGTRAP else sig
             previous, regs = regs, ptrace.get_regs(pid)
+            if pending and not repeating and regs["rip"] == previous["rip"]:
+                _unrun(truth)  # a signal came before the instruction ran: it runs when (if) the handler returns
             repeating = regs["rip"] == previous["rip"] and _is_rep(pid, previous["rip"])  # a REP's next round
             if not pending and _is_syscall(pid, previous["rip"]):
                 truth.syscalls[len(truth.addresses) - 1] = _tracked(regs)
@@ -218,6 +223,16 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
         return truth
     finally:
         ptrace.end(pid)
+
+
+def _unrun(truth):
+    """Forgets the last position: a signal stop came before its instruction ran, as a trace would not show it."""
+    position = len(truth.addresses) - 1
+    del truth.addresses[position:]
+    del truth.registers[position:]  # empty when the registers are not kept
+    for samples in (truth.samples, truth.heap_samples):
+        while samples and samples[-1][0] == position:
+            samples.pop()
 
 
 def _code(pid, address):

@@ -1,0 +1,122 @@
+"""Where a thread's history shows the kernel's signal machinery (signals.py): each rt_sigreturn, and each jump
+to a handler that is a signal delivery.
+
+A jump the trace cannot explain is a delivery when either
+- *paired*: a later rt_sigreturn resumes at a successor of the instruction
+  before it, with no other unexplained jump between, and the instruction is
+  no conditional or indirect branch (the frame saved where it went, which the
+  handler could have changed; a successor is then not proof); or
+- *proven* by the end state, where the handler has not returned (a crash in
+  a handler, a trace that ends in one): once a window is solved with the jump
+  as a cut, the word at the handler's rsp is the address of an rt_sigreturn
+  trampoline (``mov rax, 15; syscall``), the frame's rip slot holds a
+  successor of the instruction, and rax, rdx and rsi, where known, are what
+  the kernel sets.  The window is then solved again with the delivery.
+
+A recorded one (its system call's results or its frame saved) needs neither: the recorder saw it.
+"""
+
+from ..x86.instructions import Transfer
+from . import signals
+from .registers import RAX, RDX, RSI, RSP
+
+_SEARCH = 1 << 20  # positions a signal handler may run before its rt_sigreturn is looked for no further
+_WORD = 8
+
+
+class Deliveries:
+    """The signals of one ThreadValues' history: ``mark`` a window's effects and cuts, ``prove`` from its solution."""
+
+    def __init__(self, values):
+        self.values = values
+        self.proven = {}  # position -> where the thread was to resume (the frame's rip slot)
+        self._sigreturns = {}  # address -> the Effect of a syscall there that runs rt_sigreturn
+        self._tried = set()  # positions whose frame was looked at
+
+    def mark(self, low, effects, cuts):
+        """Turns the window's rt_sigreturn ``syscall``s into signals.sigreturn effects, and its deliveries into
+        instructions that carry across (cuts False); returns ``{i: resume}`` of the deliveries."""
+        deliveries = {}
+        for k, position in enumerate(range(low, low + len(effects))):
+            if effects[k] is not None and effects[k].kind == "syscall" and self.sigreturn_at(position):
+                effects[k], cuts[k] = self._sigreturn(effects[k]), False
+            elif cuts[k] and (resume := self.proven.get(position, self._paired(position))) is not None:
+                deliveries[k], cuts[k] = resume, False
+        return deliveries
+
+    def prove(self, low, chunk):
+        """Looks at each delivery-shaped cut of the solved window beginning at ``low`` (see the module doc); True
+        when one is proven, and the window must be solved again."""
+        values, found = self.values, False
+        for i, cut in enumerate(chunk.structure.cuts):
+            position = low + i
+            if not cut or position in self._tried or not self._candidate(position):
+                continue
+            frame = chunk.register(RSP, i + 1)
+            if frame is None:
+                continue
+            self._tried.add(position)
+            words = [_word(chunk, i + 1, frame + offset) for offset in (0, signals.RIP_SLOT)]
+            if None in words or not self.trampoline(words[0]):
+                continue
+            effect = values._effect(values.addresses[position])
+            kernel = {RAX: 0, RDX: frame + signals.UCONTEXT, RSI: frame + signals.SIGINFO}
+            if values._cut(position, effect, words[1]) or any(
+                chunk.register(register, i + 1) not in (None, value) for register, value in kernel.items()
+            ):
+                continue
+            self.proven[position], found = words[1], True
+        return found
+
+    def sigreturn_at(self, position):
+        """Whether the ``syscall`` at ``position`` runs rt_sigreturn: ``mov rax, 15`` ran just before it."""
+        addresses = self.values.addresses
+        if position == 0 or not addresses[position - 1]:
+            return False
+        effect = self.values._effect(addresses[position - 1])
+        return signals.sets_sigreturn(effect) and effect.next_address == addresses[position]
+
+    def _candidate(self, position):
+        """A jump from a known instruction to a known one, whose system calls and frames were not recorded."""
+        values = self.values
+        if position + 1 >= values.count or position in values.syscalls or position + 1 in values.syscalls:
+            return False
+        return bool(values.addresses[position] and values.addresses[position + 1])
+
+    def _paired(self, position):
+        """Where the thread resumed after the signal delivered after ``position``, if a later rt_sigreturn says it."""
+        values = self.values
+        if not self._candidate(position):
+            return None
+        effect = values._effect(values.addresses[position])
+        if effect is None or values._flow[effect.address].transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT):
+            return None
+        for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
+            current, following = values.addresses[later], values.addresses[later + 1]
+            handler = values._effect(current) if current else None
+            if handler is None or not following:
+                return None
+            if handler.kind == "syscall" and self.sigreturn_at(later):
+                return None if values._cut(position, effect, following) else following
+            if values._cut(later, handler, following):
+                return None
+        return None
+
+    def _sigreturn(self, syscall):
+        found = self._sigreturns.get(syscall.address)
+        if found is None:
+            found = self._sigreturns[syscall.address] = signals.sigreturn(syscall)
+        return found
+
+    def trampoline(self, address):
+        """Whether the code at ``address`` is ``mov rax, 15; syscall`` (a handler's return, __restore_rt)."""
+        first = self.values._effect(address)
+        if not signals.sets_sigreturn(first):
+            return False
+        second = self.values._effect(first.next_address)
+        return second is not None and second.kind == "syscall"
+
+
+def _word(chunk, state, address):
+    data = [chunk.memory_byte(state, address + k) for k in range(_WORD)]
+    return None if None in data else int.from_bytes(bytes(data), "little")
