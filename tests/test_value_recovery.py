@@ -178,8 +178,9 @@ def test_a_signal_handler_that_returns_is_a_delivery_and_an_rt_sigreturn(truths)
 
 def test_a_signal_right_after_a_ret_is_no_return(truths, tmp_path):
     """A signal delivered just after a ret looks like the ret going to the handler; but a ret goes back after a
-    call, and the handler's first instruction follows none: the jump is a cut, so the registers the kernel set for
-    the handler (rdx, rsi, rsp...) are not taken from before it (they were, shown wrong, before)."""
+    call, and the handler's first instruction follows none while the handler's own ret goes to the rt_sigreturn
+    trampoline: the jump is a cut, so the registers the kernel set for the handler (rdx, rsi, rsp...) are not
+    taken from before it (they were, shown wrong, before)."""
     plain = truths("signal")
     effect = ThreadValues(plain.addresses, plain.read_code)._effect
     main_ret = next(

@@ -68,6 +68,27 @@ class Deliveries:
             self.proven[position], found = words[1], True
         return found
 
+    def entered(self, position):
+        """Whether the code the jump after ``position`` enters is a signal handler: the ret that leaves it (calls
+        and rets counted) goes to an rt_sigreturn trampoline.  Not where it never returns within _SEARCH
+        positions, or another jump comes first: a ret to a function that begins a context (swapcontext's) is a
+        ret, and a signal delivered just after a ret in a handler that never returns is not told apart."""
+        values, depth = self.values, 0
+        for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
+            current, following = values.addresses[later], values.addresses[later + 1]
+            effect = values._effect(current) if current else None
+            if effect is None or not following:
+                return False
+            if effect.kind == "ret":
+                if depth == 0:
+                    return self.trampoline(following)
+                depth -= 1
+            elif values._cut(later, effect, following):
+                return False
+            elif effect.kind == "call":
+                depth += 1
+        return False
+
     def sigreturn_at(self, position):
         """Whether the ``syscall`` at ``position`` runs rt_sigreturn: ``mov rax, 15`` ran just before it."""
         addresses = self.values.addresses

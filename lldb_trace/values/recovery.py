@@ -284,8 +284,8 @@ class ThreadValues:
 
     def _return_site(self, address):
         """Whether a call instruction ends at ``address`` (decoded backwards, so bytes that merely look like one
-        count too): where a ret may go.  A signal handler's first instruction begins a function: a ret that seems
-        to go there is a signal delivered after the ret, which the registers the kernel sets must not cross."""
+        count too): where a ret usually goes.  One that goes elsewhere (swapcontext's, a retpoline's) may be a
+        signal delivered just after it (Deliveries.entered)."""
         found = self._return_sites.get(address)
         if found is None:
             code = self._read_code(address - MAX_INSN_SIZE, MAX_INSN_SIZE) or b""
@@ -310,8 +310,8 @@ class ThreadValues:
             return following != flow.target
         if flow.transfer == Transfer.CONDITIONAL:
             return following not in (fall, flow.target)
-        if flow.transfer == Transfer.INDIRECT:  # a ret goes back after a call, or to a signal's trampoline
-            return effect.kind == "ret" and not (self._return_site(following) or self._signals.trampoline(following))
+        if flow.transfer == Transfer.INDIRECT:  # a ret to a handler: a signal delivered just after the ret
+            return effect.kind == "ret" and not self._return_site(following) and self._signals.entered(position)
         return not (effect.kind == "syscall" and following == fall)
 
 
