@@ -10,7 +10,8 @@ the thread was interrupted.  Both follow the kernel's ABI:
   address, a ucontext whose mcontext holds r8..r15, rdi, rsi, rbp, rbx, rdx,
   rax, rcx, rsp, rip in that order, the siginfo, the vector state), points rsp
   at the frame, sets rdi to the signal number, rsi to the siginfo (frame +
-  312), rdx to the ucontext (frame + 8) and rax to 0, and leaves every other
+  312), rdx to the ucontext (frame + 8) and rax to 0, starts the handler
+  with the vector registers in their initial state, and leaves every other
   general register as it was;
 - rt_sigreturn loads every general register from the mcontext at rsp + 40 (the
   handler's ``ret`` popped the return address) and writes no memory; a signal
@@ -24,7 +25,7 @@ unexplained jump between: a gap or a debugger moving the thread is not one.
 """
 
 from .effects import Effect, MemRef, Operand
-from .registers import GPRS, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP
+from .registers import GPRS, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP, VECTORS
 
 SIGRETURN = 15
 UCONTEXT = 8  # the ucontext's offset in the frame: after the return address
@@ -32,7 +33,9 @@ _MCONTEXT = 40  # the mcontext's offset in the ucontext: after uc_flags, uc_link
 SIGINFO = UCONTEXT + 304  # after the ucontext
 _ORDER = (8, 9, 10, 11, 12, 13, 14, 15, RDI, RSI, 6, 1, RDX, RAX, 2, RSP)  # r8..r15, rdi, rsi, rbp, rbx, rdx...
 RIP_SLOT = UCONTEXT + _MCONTEXT + 8 * len(_ORDER)
-CLOBBERED = frozenset((RAX, RDI, RSI, RDX, RSP, RFLAGS))  # what a delivery sets; it leaves the rest
+# What a delivery sets: those registers, and the vector state, which the handler begins from its initial value
+# (the frame saves the interrupted one, and rt_sigreturn restores it).  It leaves the other general registers.
+CLOBBERED = frozenset((RAX, RDI, RSI, RDX, RSP, RFLAGS, *VECTORS))
 KEPT = frozenset(GPRS) - CLOBBERED
 RELATIONS = ((RDX, RSP, UCONTEXT), (RSI, RSP, SIGINFO))  # rdx = rsp + 8, rsi = rsp + 312 at the handler's entry
 RED_ZONE = 128  # bytes below rsp that a frame leaves alone
@@ -76,6 +79,6 @@ def sigreturn(syscall):
     loads = tuple(("r", MemRef(RSP, None, 1, _MCONTEXT + 8 * k, None), 8) for k, _ in kept)
     operands = tuple(Operand("reg", reg=(register, 0, _WIDE), load=n) for n, (_, register) in enumerate(kept))
     effect = Effect(syscall.address, syscall.size, "sigreturn", "sigreturn", operands, frozenset((RSP,)))
-    effect.writes, effect.accesses, effect.code = frozenset((*GPRS, RFLAGS)), loads, syscall.code
+    effect.writes, effect.accesses, effect.code = frozenset((*GPRS, RFLAGS, *VECTORS)), loads, syscall.code
     effect.mentioned, effect.seed = tuple(sorted(effect.reads | effect.writes)), True
     return effect
