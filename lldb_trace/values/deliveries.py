@@ -71,8 +71,9 @@ class Deliveries:
     def entered(self, position):
         """Whether the code the jump after ``position`` enters is a signal handler: the ret that leaves it (calls
         and rets counted) goes to an rt_sigreturn trampoline.  Not where it never returns within _SEARCH
-        positions, or another jump comes first: a ret to a function that begins a context (swapcontext's) is a
-        ret, and a signal delivered just after a ret in a handler that never returns is not told apart."""
+        positions, or another jump or ret to where no call ends comes first (a coroutine switching again): a ret
+        to a function that begins a context (swapcontext's) is a ret, and a signal delivered just after a ret in
+        a handler that never returns is not told apart."""
         values, depth = self.values, 0
         for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
             current, following = values.addresses[later], values.addresses[later + 1]
@@ -82,6 +83,8 @@ class Deliveries:
             if effect.kind == "ret":
                 if depth == 0:
                     return self.trampoline(following)
+                if not values._return_site(following):
+                    return False
                 depth -= 1
             elif values._cut(later, effect, following):
                 return False
