@@ -18,6 +18,7 @@ from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
 from lldb_trace.values.recovery import CHUNK, ThreadValues
 from lldb_trace.values.registers import COUNT, MASK64, RCX, RFLAGS, RIP, RSP
 from lldb_trace.values.semantics import decode
+from lldb_trace.x86.instructions import Transfer
 
 MAX_STEPS = 6000
 PROGRAMS = {  # name: source, compiler flags, the function where stepping stops
@@ -198,6 +199,28 @@ def test_a_signal_right_after_a_ret_is_no_return(truths, tmp_path):
     values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
     structure = values._structure((main_ret - 1) // CHUNK)
     assert structure.cuts[(main_ret - 1) % CHUNK]
+    _, wrong = register_score(values, truth)
+    assert wrong == [] and values.conflicts == 0
+
+
+def test_a_signal_right_after_an_indirect_jump_is_no_jump(tmp_path):
+    """A signal delivered just after the PLT's ``jmp *GOT`` into raise() looks like the jump going to the handler.
+    An indirect jump may go anywhere; but the code it seems to enter returns to the rt_sigreturn trampoline: a
+    handler, so the jump is a cut."""
+    build_program(SOURCES / "signal_handler.c", ["-O0", "-Wl,-z,now"], tmp_path / "program")
+    plain = step_program(tmp_path / "program", MAX_STEPS, until="the_end")
+    values = ThreadValues(plain.addresses, plain.read_code)
+    jumps = [
+        p
+        for p in range(1, len(plain.addresses))
+        if values._flow[plain.addresses[p - 1]].transfer == Transfer.INDIRECT
+        and values._effect(plain.addresses[p - 1]).kind == "jmp"
+    ]
+    assert len(jumps) == 2  # signal@plt, raise@plt
+    truth = step_program(tmp_path / "program", MAX_STEPS, until="the_end", signal_at=(jumps[1], signal.SIGUSR1))
+    values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
+    assert values._structure((jumps[1] - 1) // CHUNK).cuts[(jumps[1] - 1) % CHUNK]
+    assert not values._structure((jumps[0] - 1) // CHUNK).cuts[(jumps[0] - 1) % CHUNK]  # signal@plt: a jump
     _, wrong = register_score(values, truth)
     assert wrong == [] and values.conflicts == 0
 

@@ -16,6 +16,8 @@ A jump the trace cannot explain is a delivery when either
 A recorded one (its system call's results or its frame saved) needs neither: the recorder saw it.
 """
 
+import numpy as np
+
 from ..x86.instructions import Transfer
 from . import signals
 from .registers import RAX, RDX, RSI, RSP
@@ -32,6 +34,7 @@ class Deliveries:
         self.proven = {}  # position -> where the thread was to resume (the frame's rip slot)
         self._sigreturns = {}  # address -> the Effect of a syscall there that runs rt_sigreturn
         self._tried = set()  # positions whose frame was looked at
+        self._returns = None  # positions of an rt_sigreturn trampoline's first instruction, found on first use
 
     def mark(self, low, effects, cuts):
         """Turns the window's rt_sigreturn ``syscall``s into signals.sigreturn effects, and its deliveries into
@@ -67,6 +70,16 @@ class Deliveries:
                 continue
             self.proven[position], found = words[1], True
         return found
+
+    def returned_after(self, position):
+        """Whether a handler returned (an rt_sigreturn trampoline ran) after ``position``: only then may an indirect
+        jmp or call there have been a signal instead, which ``entered`` tells (a scan: programs without a handler
+        that returns need none)."""
+        if self._returns is None:
+            addresses = np.asarray(self.values.addresses, dtype=np.uint64)
+            found = [address for address in np.unique(addresses).tolist() if address and self.trampoline(address)]
+            self._returns = np.flatnonzero(np.isin(addresses, np.array(found, dtype=np.uint64)))
+        return bool(len(self._returns)) and int(self._returns[-1]) > position
 
     def entered(self, position):
         """Whether the code the jump after ``position`` enters is a signal handler: the ret that leaves it (calls

@@ -310,8 +310,10 @@ class ThreadValues:
             return following != flow.target
         if flow.transfer == Transfer.CONDITIONAL:
             return following not in (fall, flow.target)
-        if flow.transfer == Transfer.INDIRECT:  # a ret to a handler: a signal delivered just after the ret
-            return effect.kind == "ret" and not self._return_site(following) and self._signals.entered(position)
+        if flow.transfer == Transfer.INDIRECT:  # or a signal delivered just after it, which the handler's ret tells
+            if effect.kind == "ret":
+                return not self._return_site(following) and self._signals.entered(position)
+            return self._signals.returned_after(position) and self._signals.entered(position)
         return not (effect.kind == "syscall" and following == fall)
 
 
