@@ -75,10 +75,11 @@ class Deliveries:
         """Whether a handler returned (an rt_sigreturn trampoline ran) after ``position``: only then may an indirect
         jmp or call there have been a signal instead, which ``entered`` tells (a scan: programs without a handler
         that returns need none)."""
-        if self._returns is None:
+        if self._returns is None:  # a trampoline's mov takes 5 or 7 bytes: only such steps are looked at
             addresses = np.asarray(self.values.addresses, dtype=np.uint64)
-            found = [address for address in np.unique(addresses).tolist() if address and self.trampoline(address)]
-            self._returns = np.flatnonzero(np.isin(addresses, np.array(found, dtype=np.uint64)))
+            steps = np.flatnonzero(np.isin(addresses[1:] - addresses[:-1], (5, 7)))
+            found = [address for address in np.unique(addresses[steps]).tolist() if self.trampoline(address)]
+            self._returns = steps[np.isin(addresses[steps], np.array(found, dtype=np.uint64))]
         return bool(len(self._returns)) and int(self._returns[-1]) > position
 
     def entered(self, position):
@@ -88,11 +89,7 @@ class Deliveries:
         to a function that begins a context (swapcontext's) is a ret, and a signal delivered just after a ret in
         a handler that never returns is not told apart."""
         values, depth = self.values, 0
-        for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
-            current, following = values.addresses[later], values.addresses[later + 1]
-            effect = values._effect(current) if current else None
-            if effect is None or not following:
-                return False
+        for later, effect, following in self._run_after(position):
             if effect.kind == "ret":
                 if depth == 0:
                     return self.trampoline(following)
@@ -128,16 +125,23 @@ class Deliveries:
         effect = values._effect(values.addresses[position])
         if effect is None or values._flow[effect.address].transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT):
             return None
-        for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
-            current, following = values.addresses[later], values.addresses[later + 1]
-            handler = values._effect(current) if current else None
-            if handler is None or not following:
-                return None
+        for later, handler, following in self._run_after(position):
             if handler.kind == "syscall" and self.sigreturn_at(later):
                 return None if values._cut(position, effect, following) else following
             if values._cut(later, handler, following):
                 return None
         return None
+
+    def _run_after(self, position):
+        """``(position, Effect, next address)`` of each instruction after ``position``, up to _SEARCH of them,
+        ending at a gap or an instruction not known."""
+        values = self.values
+        for later in range(position + 1, min(values.count - 1, position + 1 + _SEARCH)):
+            current, following = values.addresses[later], values.addresses[later + 1]
+            effect = values._effect(current) if current else None
+            if effect is None or not following:
+                return
+            yield later, effect, following
 
     def _sigreturn(self, syscall):
         found = self._sigreturns.get(syscall.address)

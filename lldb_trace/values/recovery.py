@@ -15,9 +15,9 @@ Successors: position p+1 must be where instruction p can go (its
 fall-through, its direct target, anywhere for an indirect branch, the next
 instruction after a syscall); otherwise a signal, the kernel or a gap came
 between them and nothing carries across (a cut).  A signal that arrives just
-after an indirect branch cannot be told apart this way; the ret rule then
-meets the pushed return address and the disagreement is counted as a
-conflict and held unknown.
+after an indirect branch looks like the branch: it is a cut where the code
+the branch seems to enter returns to an rt_sigreturn trampoline.  Which cuts
+are signal deliveries that carry what the kernel leaves: deliveries.py.
 """
 
 from contextlib import nullcontext

@@ -19,9 +19,8 @@ the thread was interrupted.  Both follow the kernel's ABI:
 
 So rt_sigreturn is an instruction like a pop of the registers a delivery leaves, and a delivery
 carries the registers it leaves, the memory outside its frame, and the
-interrupted registers through the frame's slots.  A jump is taken for a delivery
-only where a later rt_sigreturn resumes where it left off, with no other
-unexplained jump between: a gap or a debugger moving the thread is not one.
+interrupted registers through the frame's slots.  Which jumps are deliveries:
+deliveries.py.
 """
 
 from .effects import Effect, MemRef, Operand
