@@ -25,6 +25,7 @@ import argparse
 import collections
 import resource
 import shlex
+import signal
 import sys
 import tempfile
 import time
@@ -148,6 +149,7 @@ def main():
     parser.add_argument("--speed", type=int, default=0, help="also time the engine on this many instructions")
     parser.add_argument("--source", default=str(ROOT / "test_traces/src/libc_work.c"))
     parser.add_argument("--until", default=None, help="stop stepping at this function")
+    parser.add_argument("--fatal", default=None, help="stop stepping at this signal (SIGSEGV), as a core dump does")
     parser.add_argument("--why", action="store_true", help="list why GPR values stay unknown in the last 10,000")
     parser.add_argument("--start", action="store_true", help="also solve with the start state and system calls")
     parser.add_argument("--recorded", action="store_true", help="and with the registers at every step too")
@@ -169,7 +171,8 @@ def main():
         for mode, extra in MODES.items():
             binary = build(folder, options.source, options.cflags, extra)
             with_start = options.start or options.recorded
-            truth = step_program(binary, options.steps, until=options.until, with_start=with_start)
+            fatal = getattr(signal, options.fatal) if options.fatal else None
+            truth = step_program(binary, options.steps, until=options.until, with_start=with_start, fatal=fatal)
             rows.append(measure(mode, truth, False, options.why))
             if options.start:
                 rows.append(measure(f"{mode}, start + end", truth, True, options.why))

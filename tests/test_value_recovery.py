@@ -21,7 +21,7 @@ from lldb_trace.values.semantics import decode
 from lldb_trace.x86.instructions import Transfer
 
 MAX_STEPS = 6000
-PROGRAMS = {  # name: source, compiler flags, the function where stepping stops
+PROGRAMS = {  # name: source, compiler flags, the function where stepping stops (or the signal that kills it)
     "recursion": ("recursion.c", ["-O0"], "the_end"),
     "libc": ("libc_work.c", ["-O2", "-DROUNDS=2"], "finished"),  # lazy binding: the resolver's xsavec is a barrier
     "libc-now": ("libc_work.c", ["-O2", "-DROUNDS=2", "-Wl,-z,now"], "finished"),
@@ -32,14 +32,15 @@ PROGRAMS = {  # name: source, compiler flags, the function where stepping stops
     "syscalls": ("unpredictable.c", ["-O0", "-DN=9"], "finished"),  # mmap, getpid, rdtsc, x87
     "in-handler": ("signal_handler.c", ["-O0", "-Wl,-z,now"], "note"),  # the end state inside the handler
     "signal-vector": ("signal_vector.c", ["-O0", "-Wl,-z,now"], "the_end"),  # a handler reads xmm1
+    "crash": ("crash.c", ["-O2"], signal.SIGSEGV),  # the end state is the fault's, as in a core dump
 }
 
 
 # The share of GPR values (rax..r15, rip) known over these short runs, as measured (99.7%, 23%, 37%, 19%, 18%, 42%,
-# 98%, 94%, 84%, 34%; the long runs are in benchmarks/value_recovery.py): what the engine must keep, not yet what it
-# should reach.
+# 98%, 94%, 84%, 34%, 45%; the long runs are in benchmarks/value_recovery.py): what the engine must keep, not yet what
+# it should reach.
 COVERED = {"recursion": 0.95, "libc": 0.21, "libc-now": 0.35, "longjmp": 0.16, "signal": 0.15, "exceptions": 0.4,
-           "hot-calls": 0.9, "syscalls": 0.9, "in-handler": 0.8, "signal-vector": 0.3}  # fmt: skip
+           "hot-calls": 0.9, "syscalls": 0.9, "in-handler": 0.8, "signal-vector": 0.3, "crash": 0.4}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,9 @@ def truths(tmp_path_factory):
                 pytest.skip(f"no {compiler}")
             binary = folder / name
             build_program(SOURCES / source, flags, binary)
-            built[name] = step_program(binary, MAX_STEPS, until=until, with_start=True)
+            fatal = until if isinstance(until, signal.Signals) else None
+            until = None if fatal else until
+            built[name] = step_program(binary, MAX_STEPS, until=until, with_start=True, fatal=fatal)
         return built[name]
 
     return truth

@@ -97,17 +97,30 @@ class Generations:
         the generation of state i + 1."""
         i, _, kind, address, size = access
         state = i + 1 if kind == "w" else i
-        ends = set()
+        b = bisect_left(self.barriers, state)
+        barrier_before = self.barriers[b - 1] if b else -1
+        barrier_after = self.barriers[b] if b < len(self.barriers) else self.n
+        ending, common = kind == "r", None  # whether every byte's generation ends at one barrier writing none
+        seen, users, writes_of = self.seen, self.users, self._writes_of if self.spans else self.writes.get
         for byte in range(address, address + size):
-            self._pin(byte)
-            start, end = self.generation(byte, state)
-            self.users[(byte, start)].append(access)
-            ends.add(end)
-        if kind == "r" and len(ends) == 1 and ends <= self.barrier_set:
-            end = ends.pop()
-            if not any(end in self._writes_of(byte) for byte in range(address, address + size)):
-                self.ending[end].append(access)
-                self.before_barrier[access] = end
+            if byte not in seen:
+                self._pin(byte)
+            start, end = barrier_before, barrier_after
+            writes = writes_of(byte)
+            if writes:
+                w = bisect_left(writes, state)
+                if w and writes[w - 1] > start:
+                    start = writes[w - 1]
+                if w < len(writes) and writes[w] <= end:
+                    end, ending = writes[w], False
+            users[(byte, start)].append(access)
+            if common is None:
+                common = end
+            elif common != end:
+                ending = False
+        if ending and common in self.barrier_set:
+            self.ending[common].append(access)
+            self.before_barrier[access] = common
         self._check(access)
 
     def crossed(self, barrier):
@@ -115,7 +128,9 @@ class Generations:
         for access in self.ending.get(barrier, ()):
             self._check(access)
 
-    def know(self, byte, state, value, barrier=None):
+    def know(self, byte, state, value, barrier=None, pending=None):
+        """The byte holds ``value`` at ``state``; the accesses this completes are checked now, or added to
+        ``pending`` for the caller to check once (a fact's bytes wake the same accesses)."""
         if barrier is None:
             barrier = self._barrier_before(state)
         key = (byte, self._start(byte, state, barrier))
@@ -130,19 +145,25 @@ class Generations:
             self.found.add(key)
             return
         self.values[key] = value
-        for access in self.users.get(key, ()):
-            self._check(access)
+        woken = [*self.users.get(key, ())]
         for access in self.ending.get(key[1], ()):  # a generation after a barrier: the loads before may see through
             if access[3] <= byte < access[3] + access[4]:
+                woken.append(access)
+        if pending is None:
+            for access in woken:
                 self._check(access)
+        else:
+            pending.update(woken)
 
     def fact(self, access, value):
         """What an instruction says its access read or wrote."""
         i, _, kind, address, size = access
         state = i + 1 if kind == "w" else i
-        barrier = self._barrier_before(state)
+        barrier, pending = self._barrier_before(state), set()
         for offset, byte in enumerate(value.to_bytes(size, "little")):
-            self.know(address + offset, state, byte, barrier)
+            self.know(address + offset, state, byte, barrier, pending)
+        for woken in pending:
+            self._check(woken)
 
     def _check(self, access):
         i, k, kind, address, size = access

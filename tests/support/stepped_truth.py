@@ -169,11 +169,14 @@ def build_program(source, flags, binary):
     subprocess.run([compiler_for(source), "-g", *flags, "-o", str(binary), str(source)], check=True)
 
 
-def step_program(binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None, signal_at=None):
+def step_program(
+    binary, steps, args=(), with_start=False, until=None, keep_registers=True, env=None, signal_at=None, fatal=None
+):
     """Single-steps ``binary`` from main for ``steps`` instructions, or until it reaches function ``until``;
     without ``keep_registers`` only the addresses and the end state are kept (long runs, to time the engine);
     ``env``: the program's environment (default: this process's); ``signal_at``: ``(position, signal)``, the
-    signal delivered just before the instruction at that position runs (as if it came from elsewhere then)."""
+    signal delivered just before the instruction at that position runs (as if it came from elsewhere then);
+    ``fatal``: a signal (SIGSEGV) at which stepping ends as a core dump would, before the signal is delivered."""
     stop = _address(binary, until) if until else None
     pid = ptrace.launch(str(binary), list(args), env)
     try:
@@ -208,6 +211,8 @@ def step_program(binary, steps, args=(), with_start=False, until=None, keep_regi
             previous, regs = regs, ptrace.get_regs(pid)
             if pending and not repeating and regs["rip"] == previous["rip"]:
                 _unrun(truth)  # a signal came before the instruction ran: it runs when (if) the handler returns
+            if pending and pending == fatal:
+                break
             repeating = regs["rip"] == previous["rip"] and _is_rep(pid, previous["rip"])  # a REP's next round
             if not pending and _is_syscall(pid, previous["rip"]):
                 truth.syscalls[len(truth.addresses) - 1] = _tracked(regs)
