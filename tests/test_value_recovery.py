@@ -13,7 +13,9 @@ from support.paths import SOURCES
 from support.stepped_truth import build_program, compiler_for, register_score, step_program
 
 from lldb_trace.values import integer_ops, rules
+from lldb_trace.values.chunk import Chunk
 from lldb_trace.values.emulator import Emulator
+from lldb_trace.values.generations import Generations
 from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
 from lldb_trace.values.recovery import CHUNK, ThreadValues
 from lldb_trace.values.registers import COUNT, MASK64, RCX, RFLAGS, RIP, RSP
@@ -87,6 +89,30 @@ def test_saved_frame_pointers_carry_the_stack_pointer_through_a_loop_of_calls(tr
         shown = values.registers_at(position)
         for name in ("rsp", "rbp"):
             assert shown[name] == truth.registers[position][name], (position, name)
+
+
+@pytest.mark.parametrize("name", ["syscalls", "exceptions"])
+def test_a_patched_layout_knows_what_a_rebuilt_one_knows(truths, name, monkeypatch):
+    """A write whose address is learned after the window's memory was laid out is patched into the layout
+    (Generations.patch), not laid out again: the registers and memory known must be those that laying it all out
+    again in every round gives."""
+    truth, patches, patch = truths(name), [], Generations.patch
+
+    def counted(generations, removed, added):
+        patches.append(added)
+        return patch(generations, removed, added)
+
+    monkeypatch.setattr(Generations, "patch", counted)
+    patched = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
+    patched.memory_at(0, 0, 1)
+    assert patches, "no window took a second round: the test tests nothing"
+    rebuild = Chunk._layout
+    monkeypatch.setattr(Chunk, "_layout", lambda chunk: (setattr(chunk, "rebuild", True), rebuild(chunk)))
+    rebuilt = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
+    for position in range(len(truth.addresses) + 1):
+        assert patched.registers_at(position) == rebuilt.registers_at(position), position
+    for position, address, data in truth.samples + truth.heap_samples:
+        assert patched.memory_at(position, address, len(data)) == rebuilt.memory_at(position, address, len(data))
 
 
 @pytest.mark.parametrize("name", ["recursion", "libc", "libc-now"])

@@ -15,13 +15,14 @@ and from the branches the trace took (a je taken after ``test r12, r12``:
 r12 was 0), and flow through the instructions' rules (rules.py, emulator.py)
 both ways; a learned segment wakes the instructions that mention it (a
 worklist, seeded with the instructions that need no known register), and
-memory is rebuilt in rounds, as learned addresses remove barriers, until
-nothing new is learned.  Two derivations
+memory is laid out again in rounds, as learned addresses remove barriers (a
+write's address learned is patched into the layout), until nothing new is
+learned.  Two derivations
 that disagree are a *conflict*: the window is solved again with that unknown
 held unknown (``poison``), and the conflict is counted.
 """
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 
 import numpy as np
@@ -92,6 +93,7 @@ class Chunk(KernelSteps):
         self.saved = {}  # (delivery, register) -> the interrupted value its signal frame saved
         self.frames = {}  # delivery -> the bytes its signal frame took (None: its address unknown), as laid out
         self.memory = None
+        self.new_writes, self.rebuild = [], False  # writes whose address was learned since the layout; or more
         self.work = {i for i in range(self.n) if self.active[i] and self.effects[i].seed} | self.structure.zero
         self.work |= self.structure.deliveries.keys()
         for state, registers, _ in self.pins:
@@ -218,8 +220,13 @@ class Chunk(KernelSteps):
                     self.addresses[(i, k)] = address
                     if kind == "w" or self.memory is None:
                         self.relayout = True  # a write no longer a barrier, or a new one: the layout changes
+                        self.new_writes.append((i, k))
                     else:
-                        self.memory.add((i, k, kind, address, size))
+                        access = (i, k, kind, address, size)
+                        self.memory.add(access)
+                        insort(self.known_accesses, access)
+                        if (i, k) in self.facts:  # what the load read, said before its address was known
+                            self.memory.fact(access, self.facts[(i, k)])
 
     def _fact(self, i, k, value):
         if self.facts.get((i, k)) == value:
@@ -240,6 +247,10 @@ class Chunk(KernelSteps):
     def _layout(self):
         """Generations from the addresses known now, with every fact so far."""
         self.relayout = False
+        if self.memory is not None and not (self.rebuild or self.poison or self.shared):
+            self._patch()
+            return
+        self.rebuild, self.new_writes = False, []
         self.unknown_writes = set()  # instructions that may write memory at an address nobody knows
         self.crossings = {}  # those whose barrier is one such write (and nothing else): instruction -> its access
         barriers, writes, spans = [], defaultdict(list), []
@@ -248,29 +259,23 @@ class Chunk(KernelSteps):
                 barriers.append(i)
                 continue
             if effect.kind == "syscall" and i not in self.syscalls:
-                own = i not in self.bounded
                 spans += [(i, address, address + size) for address, size in self.bounded.get(i, ())]
-            else:
-                own = effect.barrier and (effect.kind != "syscall" or self.syscalls[i][2])
             if i in self.structure.deliveries:
                 extent = self.frames[i] = self._frame_extent(i)
-                own |= extent is None
                 spans += [(i, *extent)] if extent is not None else []
+            unknown = False  # a write at an unknown address: a barrier (_own), found without asking
             for k, (kind, _, size) in enumerate(effect.accesses):
-                address = self.addresses.get((i, k))
-                own |= address is None and kind == "w"
-                if address is not None and kind == "w":
+                address = self.addresses.get((i, k)) if kind == "w" else 0
+                if address is None:
+                    unknown = True
+                elif kind == "w":
                     for byte in range(address, address + self.extents.get((i, k), size)):
                         writes[byte].append(i)
             for address, data in self.syscalls.get(i, ((), (), 0))[1] if effect.kind == "syscall" else ():
                 spans.append((i, address, address + len(data)))
+            own = unknown or ((effect.barrier or effect.kind == "syscall" or i in self.frames) and self._own(i))
             if own:
-                self.unknown_writes.add(i)
-                unknown = [
-                    k for k, access in enumerate(effect.accesses) if access[0] == "w" and (i, k) not in self.addresses
-                ]
-                if not effect.barrier and not self.shared and len(unknown) == 1 and i not in self.frames:
-                    self.crossings[i] = unknown[0]
+                self._unknown_write(i)
             if own or self.shared:
                 barriers.append(i)
         pins = [(state, self._pinned(number)) for number, (state, _, view) in enumerate(self.pins) if view is not None]
@@ -294,6 +299,48 @@ class Chunk(KernelSteps):
             if (i, k) in self.addresses:
                 kind, size = self.effects[i].accesses[k][0], self._size(i, k)
                 self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+
+    def _own(self, i):
+        """Whether instruction i may write memory no known address names: a barrier of its own."""
+        effect = self.effects[i]
+        if effect.kind == "syscall" and i not in self.syscalls:
+            own = i not in self.bounded
+        else:
+            own = effect.barrier and (effect.kind != "syscall" or self.syscalls[i][2])
+        if own or self.frames.get(i, True) is None:
+            return True
+        return any(kind == "w" and (i, k) not in self.addresses for k, (kind, _, _) in enumerate(effect.accesses))
+
+    def _unknown_write(self, i):
+        """Instruction i is a barrier of its own; where one write at an unknown address is all of it, a load before
+        it may see through it (generations.py)."""
+        self.unknown_writes.add(i)
+        effect = self.effects[i]
+        unknown = [k for k, access in enumerate(effect.accesses) if access[0] == "w" and (i, k) not in self.addresses]
+        if not effect.barrier and not self.shared and len(unknown) == 1 and i not in self.frames:
+            self.crossings[i] = unknown[0]
+        else:
+            self.crossings.pop(i, None)
+
+    def _patch(self):
+        """The layout, where all that changed is writes whose address is learned: those instructions write known
+        bytes now, and those that wrote nowhere else are barriers no more (Generations.patch)."""
+        learned, self.new_writes = self.new_writes, []
+        removed = set()
+        for i in {i for i, _ in learned}:
+            if self._own(i):
+                self._unknown_write(i)
+            else:
+                removed.add(i)
+                self.unknown_writes.discard(i)
+                self.crossings.pop(i, None)
+        accesses = [(i, k, "w", self.addresses[(i, k)], self._size(i, k)) for i, k in learned]
+        self.memory.patch(removed, [(i, address, address + size) for i, _, _, address, size in accesses])
+        for access in accesses:
+            insort(self.known_accesses, access)
+            self.memory.add(access)
+            if access[:2] in self.facts:
+                self.memory.fact(access, self.facts[access[:2]])
 
     def _size(self, i, k):
         """The bytes access k of instruction i touches (an xsave's area: as far as its components reach)."""

@@ -4,8 +4,10 @@ A generation is known when anything inside it says its value: the store that
 began it, a load within it, a pin (a known state) within it, a system call's
 recorded output.  Learning one wakes every access of that generation whose
 bytes are now all known (``wake(i, access, kind, value)``).  The layout (which
-writes and barriers split which bytes) is fixed for one object; the window
-builds a new one when a write's address becomes known.
+writes and barriers split which bytes) changes as the window learns where a
+write went: the write is patched in (``patch``: a barrier no more, its
+generations joined to those before), which touches the accesses up to the
+next barrier only; any other change makes the window build a new object.
 
 A barrier that is one write of known value at an unknown address is seen
 through by a load before it whose bytes are known after it: had the write hit
@@ -14,7 +16,7 @@ between); when no placement of the written bytes matches what they hold
 after, it did not hit them, and they held the same before.
 """
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import defaultdict
 
 
@@ -35,6 +37,8 @@ class Generations:
         self.barrier_set = set(barriers)
         self.ending = defaultdict(list)  # barrier -> the loads whose bytes' generations it ends
         self.before_barrier = {}  # and the other way round
+        self.at = defaultdict(list)  # instruction -> its accesses added
+        self.pinned = defaultdict(set)  # generation start -> the bytes a pin said there (patch finds them)
 
     def generation(self, byte, state):
         """``(start, end)``: the instruction that began the byte's generation at ``state`` (-1: before the window)
@@ -82,7 +86,7 @@ class Generations:
         for state, read in self.pins:
             value = read(byte)
             if value is not None:
-                self.know(byte, state, value)
+                self.pinned[self.know(byte, state, value)].add(byte)
 
     def add_pin(self, state, read):
         """A known state added after the layout: the bytes already met learn from it too."""
@@ -90,7 +94,7 @@ class Generations:
         for byte in list(self.seen):
             value = read(byte)
             if value is not None:
-                self.know(byte, state, value)
+                self.pinned[self.know(byte, state, value)].add(byte)
 
     def add(self, access):
         """An access ``(i, k, kind, address, size)`` whose address is known: a load reads state i, a store begins
@@ -121,7 +125,79 @@ class Generations:
         if ending and common in self.barrier_set:
             self.ending[common].append(access)
             self.before_barrier[access] = common
+        self.at[i].append(access)
         self._check(access)
+
+    def patch(self, removed, added):
+        """The layout changed as a write's address became known: each ``added`` ``(i, low, high)`` writes those
+        bytes, and the ``removed`` barriers are barriers no more.  A generation that began at a removed barrier
+        joins the one before it (what either knew, both know), so only the accesses between that barrier and the
+        next are looked at again, not the window (chunk.py rebuilds the whole layout otherwise)."""
+        for i, low, high in added:
+            for byte in range(low, high):
+                insort(self.writes[byte], i)
+        pending = set()
+        for i in {i for i, _, _ in added} - set(removed):  # a barrier still, but one that writes these bytes now
+            self._end_again(i, pending)
+        for barrier in sorted(removed, reverse=True):
+            b = bisect_left(self.barriers, barrier)
+            following = self.barriers[b + 1] if b + 1 < len(self.barriers) else self.n
+            del self.barriers[b]
+            self.barrier_set.discard(barrier)
+            met = self.pinned.pop(barrier, set())  # the bytes known or read after it, a pin's included
+            for i in range(barrier, following + 1):
+                for access in self.at.get(i, ()):
+                    met.update(range(access[3], access[3] + access[4]))
+            for byte in met:
+                if (byte, barrier) in self.users or (byte, barrier) in self.values:
+                    self._merge(byte, barrier, pending)
+            self._end_again(barrier, pending)  # the generations of the loads it ended run on past it now
+        for access in pending:
+            self._check(access)
+
+    def _merge(self, byte, barrier, pending):
+        """Joins the byte's generation that began at ``barrier`` (no barrier now) to the one before."""
+        old = (byte, barrier)
+        if barrier in self._writes_of(byte):
+            return  # the instruction writes this byte: its generation still begins there
+        key = (byte, self._start(byte, barrier, self._barrier_before(barrier)))
+        self.pinned[key[1]].add(byte)  # its value may be a pin's: a later patch must find it
+        users = self.users.pop(old, [])
+        self.users[key].extend(users)
+        value = self.values.pop(old, None)
+        current = self.values.get(key)
+        if current is None:
+            current = self.constant(byte)
+        if value is not None and current is not None and value != current:
+            self.found.add(key)
+        elif value is not None and current is None:
+            self.values[key] = value
+            pending.update(self.users[key])
+            pending.update(a for a in self.ending.get(key[1], ()) if a[3] <= byte < a[3] + a[4])
+        elif value is None and current is not None:
+            pending.update(users)
+
+    def _end_again(self, barrier, pending):
+        """The loads whose bytes ``barrier`` ended, where the layout there changed: where they end now."""
+        for access in self.ending.pop(barrier, ()):
+            del self.before_barrier[access]
+            end = self._end_of(access)
+            if end is not None:
+                self.ending[end].append(access)
+                self.before_barrier[access] = end
+            pending.add(access)
+
+    def _end_of(self, access):
+        """The barrier where every byte of the load ``access`` stops being what it read, when it is one barrier
+        that writes none of them (what a load may see through), else None."""
+        _, _, kind, address, size = access
+        ends = {self.generation(byte, access[0])[1] for byte in range(address, address + size)}
+        if kind != "r" or len(ends) != 1:
+            return None
+        end = ends.pop()
+        if end not in self.barrier_set or any(end in self._writes_of(byte) for byte in range(address, address + size)):
+            return None
+        return end
 
     def crossed(self, barrier):
         """The value of ``barrier``'s write is known now: the loads before it may see through it."""
@@ -130,20 +206,21 @@ class Generations:
 
     def know(self, byte, state, value, barrier=None, pending=None):
         """The byte holds ``value`` at ``state``; the accesses this completes are checked now, or added to
-        ``pending`` for the caller to check once (a fact's bytes wake the same accesses)."""
+        ``pending`` for the caller to check once (a fact's bytes wake the same accesses).  Returns where the
+        byte's generation there begins."""
         if barrier is None:
             barrier = self._barrier_before(state)
         key = (byte, self._start(byte, state, barrier))
         if key in self.poison:
-            return
+            return key[1]
         current = self.values.get(key)
         if current is None:
             current = self.constant(byte)
         if current == value:
-            return
+            return key[1]
         if current is not None:
             self.found.add(key)
-            return
+            return key[1]
         self.values[key] = value
         woken = [*self.users.get(key, ())]
         for access in self.ending.get(key[1], ()):  # a generation after a barrier: the loads before may see through
@@ -154,6 +231,7 @@ class Generations:
                 self._check(access)
         else:
             pending.update(woken)
+        return key[1]
 
     def fact(self, access, value):
         """What an instruction says its access read or wrote."""

@@ -54,7 +54,7 @@ class KernelSteps:
                 if self.memory is not None and self.frames.get(i) is not None:
                     self.memory.fact(self._slot(i, register), value)
         if self.memory is not None and self.frames.get(i) != self._frame_extent(i):
-            self.relayout = True  # the frame's address, or how far it reaches, is known now
+            self.relayout = self.rebuild = True  # the frame's address, or how far it reaches, is known now
         if effect.kind in EXACT:  # what the instruction's outputs, the interrupted registers, say of its inputs
             memory = (lambda access: self.loaded.get((i, access)), lambda access: self.stored.get((i, access)))
             regs, loads = rules.backward(
@@ -84,4 +84,4 @@ class KernelSteps:
         ranges = syscall_memory.written(number, arguments)
         if ranges is not None and sum(size for _, size in ranges) <= _MOST_BOUNDED:
             self.bounded[i] = ranges
-            self.relayout = True
+            self.relayout = self.rebuild = True
