@@ -115,6 +115,17 @@ def test_a_patched_layout_knows_what_a_rebuilt_one_knows(truths, name, monkeypat
         assert patched.memory_at(position, address, len(data)) == rebuilt.memory_at(position, address, len(data))
 
 
+def test_a_window_lists_every_access_whose_address_it_learned(truths):
+    """``pt find`` reads a window's accesses from its list (ThreadValues.accesses): a load whose address is
+    learned after the window's memory was laid out is listed too (8 of this run's were not)."""
+    truth = truths("syscalls")
+    values = ThreadValues(truth.addresses, truth.read_code, end=truth.end, end_after_last=True)
+    values.memory_at(0, 0, 1)
+    for number in range(values.chunks):
+        chunk = values._solved(number)
+        assert set(chunk.addresses) == {(i, k) for i, k, *_ in chunk.known_accesses}
+
+
 @pytest.mark.parametrize("name", ["recursion", "libc", "libc-now"])
 def test_stack_memory_from_the_end_state_is_never_wrong(truths, name):
     truth = truths(name)
