@@ -28,10 +28,11 @@ import numpy as np
 
 from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
-from .chunk import Chunk, spans_reader
+from .chunk import Chunk
 from .deliveries import Deliveries
 from .emulator import Emulator
 from .machine_state import TRACKED
+from .memory_layout import spans_reader
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
 from .rules import relations
 from .semantics import decode
