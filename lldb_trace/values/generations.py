@@ -160,22 +160,14 @@ class Generations:
         old = (byte, barrier)
         if barrier in self._writes_of(byte):
             return  # the instruction writes this byte: its generation still begins there
-        key = (byte, self._start(byte, barrier, self._barrier_before(barrier)))
-        self.pinned[key[1]].add(byte)  # its value may be a pin's: a later patch must find it
+        start = self._start(byte, barrier, self._barrier_before(barrier))
+        self.pinned[start].add(byte)  # its value may be a pin's: a later patch must find it
         users = self.users.pop(old, [])
-        self.users[key].extend(users)
+        self.users[(byte, start)].extend(users)
+        pending.update(users)  # they may learn what the generation before knew
         value = self.values.pop(old, None)
-        current = self.values.get(key)
-        if current is None:
-            current = self.constant(byte)
-        if value is not None and current is not None and value != current:
-            self.found.add(key)
-        elif value is not None and current is None:
-            self.values[key] = value
-            pending.update(self.users[key])
-            pending.update(a for a in self.ending.get(key[1], ()) if a[3] <= byte < a[3] + a[4])
-        elif value is None and current is not None:
-            pending.update(users)
+        if value is not None:  # what it knew, the generation before knows (state barrier is in it)
+            self.know(byte, barrier, value, pending=pending)
 
     def _end_again(self, barrier, pending):
         """The loads whose bytes ``barrier`` ended, where the layout there changed: where they end now."""

@@ -8,7 +8,6 @@ makes it one); anything else that changes the layout (a signal frame's extent, a
 a conflict held unknown, a window other threads share) lays it all out again.
 """
 
-from bisect import insort
 from collections import defaultdict
 
 from .effects import StateArea
@@ -31,23 +30,21 @@ class MemoryLayout:
                         self.extents[(i, k)] = size
                 if address is not None:
                     self.addresses[(i, k)] = address
+                    if kind == "w":
+                        self.new_writes.append((i, k))
                     if kind == "w" or self.memory is None:
                         self.relayout = True  # a write no longer a barrier, or a new one: the layout changes
-                        self.new_writes.append((i, k))
                     else:
-                        access = (i, k, kind, address, size)
-                        self.memory.add(access)
-                        insort(self.known_accesses, access)
+                        self.memory.add(self._access(i, k))
                         if (i, k) in self.facts:  # what the load read, said before its address was known
-                            self.memory.fact(access, self.facts[(i, k)])
+                            self.memory.fact(self._access(i, k), self.facts[(i, k)])
 
     def _fact(self, i, k, value):
         if self.facts.get((i, k)) == value:
             return
         self.facts[(i, k)] = value
-        kind, size = self.effects[i].accesses[k][0], self._size(i, k)
         if self.memory is not None and (i, k) in self.addresses:
-            self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+            self.memory.fact(self._access(i, k), value)
         elif self.memory is not None and self.crossings.get(i) == k:
             self.memory.crossed(i)
 
@@ -103,15 +100,11 @@ class MemoryLayout:
                 self.memory.add(self._slot(i, register))
                 if (i, register) in self.saved:
                     self.memory.fact(self._slot(i, register), self.saved[(i, register)])
-        self.known_accesses = []
-        for (i, k), address in sorted(self.addresses.items()):
-            kind, size = self.effects[i].accesses[k][0], self._size(i, k)
-            self.known_accesses.append((i, k, kind, address, size))
-            self.memory.add(self.known_accesses[-1])
+        for access in self.known_accesses:
+            self.memory.add(access)
         for (i, k), value in self.facts.items():
             if (i, k) in self.addresses:
-                kind, size = self.effects[i].accesses[k][0], self._size(i, k)
-                self.memory.fact((i, k, kind, self.addresses[(i, k)], size), value)
+                self.memory.fact(self._access(i, k), value)
 
     def _own(self, i):
         """Whether instruction i may write memory no known address names: a barrier of its own."""
@@ -147,13 +140,20 @@ class MemoryLayout:
                 removed.add(i)
                 self.unknown_writes.discard(i)
                 self.crossings.pop(i, None)
-        accesses = [(i, k, "w", self.addresses[(i, k)], self._size(i, k)) for i, k in learned]
+        accesses = [self._access(i, k) for i, k in learned]
         self.memory.patch(removed, [(i, address, address + size) for i, _, _, address, size in accesses])
         for access in accesses:
-            insort(self.known_accesses, access)
             self.memory.add(access)
             if access[:2] in self.facts:
                 self.memory.fact(access, self.facts[access[:2]])
+
+    @property
+    def known_accesses(self):
+        """Every access whose address is known, as ``(i, k, kind, address, size)``, in order."""
+        return [self._access(i, k) for i, k in sorted(self.addresses)]
+
+    def _access(self, i, k):
+        return i, k, self.effects[i].accesses[k][0], self.addresses[(i, k)], self._size(i, k)
 
     def _size(self, i, k):
         """The bytes access k of instruction i touches (an xsave's area: as far as its components reach)."""
