@@ -17,6 +17,7 @@ pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-tr
 from support.launching import launchable
 from support.lldb_session import Session
 
+from lldb_trace import api as pt
 from lldb_trace.debugger import live_session as live
 from lldb_trace.debugger.recording_plan import RecordingPlan
 from lldb_trace.decode.decoded_thread import Gap
@@ -342,3 +343,30 @@ def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, mon
     assert [name.split("@")[0] for name in names] == ["clock_gettime"] * 3 + ["finished"]  # main's callees
     if native_lldb.available():
         assert native_lldb.decode_addresses(tmp_path / "saved" / "trace.json")[tid] == addresses
+
+
+def test_a_handler_run_unseen_to_the_next_stop_is_a_gap_and_the_saved_trace_loads(tmp_path, monkeypatch):
+    """fault_after_return.c: LLDB stops at the SIGSEGV; ``continue`` delivers it, and the handler runs to abort()'s
+    SIGABRT, where LLDB stops again, inside a run the recorder never saw end.  The trace shows a gap there and ends
+    where the thread stands, so ``trace save`` writes a core that matches it.  (The thread's new pc was taken for
+    the handler's first instruction: the trace ended at the faulting store, and the saved bundle was refused.)"""
+    binary = launchable(tmp_path, monkeypatch, "fault_after_return.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.launch(binary, "-n main")
+        session.ok("pt start --backend software")
+        thread = session.target.GetProcess().GetSelectedThread()
+        stops = []
+        for _ in range(2):
+            session.handle("continue")
+            stops.append(thread.GetStopDescription(100))
+        stopped_at = thread.GetFrameAtIndex(0).GetPC()
+        session.ok(f"trace save {tmp_path / 'saved'}")
+        session.target.GetProcess().Kill()
+    finally:
+        session.close()
+    assert "SIGSEGV" in stops[0] and "SIGABRT" in stops[1]
+    saved = pt.open_bundle(tmp_path / "saved" / "trace.json").threads[0]  # refused if the core did not match
+    assert saved.stop.pc == stopped_at
+    last = [item.gap or item.address for item in saved.cursor().items()][:2]
+    assert isinstance(last[0], Gap) and isinstance(last[1], int)  # the ret into the store, then the unseen handler

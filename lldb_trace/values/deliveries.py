@@ -13,6 +13,10 @@ A jump the trace cannot explain is a delivery when either
   successor of the instruction, and rax, rdx and rsi, where known, are what
   the kernel sets.  The window is then solved again with the delivery.
 
+Where the trace says where the thread stood when it was interrupted (Intel
+PT's FUP before an asynchronous TIP.PGD: ``ThreadValues.interrupted``), that
+address is the only successor, and a branch's delivery is paired too.
+
 A recorded one (its system call's results or its frame saved) needs neither: the recorder saw it.
 """
 
@@ -64,7 +68,7 @@ class Deliveries:
                 continue
             effect = values._effect(values.addresses[position])
             kernel = {RAX: 0, RDX: frame + signals.UCONTEXT, RSI: frame + signals.SIGINFO}
-            if values._cut(position, effect, words[1]) or any(
+            if not self._resumes(position, effect, words[1]) or any(
                 chunk.register(register, i + 1) not in (None, value) for register, value in kernel.items()
             ):
                 continue
@@ -123,14 +127,25 @@ class Deliveries:
         if not self._candidate(position):
             return None
         effect = values._effect(values.addresses[position])
-        if effect is None or values._flow[effect.address].transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT):
+        if effect is None:
+            return None
+        branch = values._flow[effect.address].transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT)
+        if branch and position not in values.interrupted:  # where it went is not known: a successor is no proof
             return None
         for later, handler, following in self._run_after(position):
             if handler.kind == "syscall" and self.sigreturn_at(later):
-                return None if values._cut(position, effect, following) else following
+                return following if self._resumes(position, effect, following) else None
             if values._cut(later, handler, following):
                 return None
         return None
+
+    def _resumes(self, position, effect, address):
+        """Whether the thread interrupted after ``position`` was to go on at ``address``: where the trace says it
+        stood (``interrupted``), else at a successor of the instruction."""
+        at = self.values.interrupted.get(position)
+        if at is not None:
+            return address == at
+        return not self.values._cut(position, effect, address)
 
     def _run_after(self, position):
         """``(position, Effect, next address)`` of each instruction after ``position``, up to _SEARCH of them,

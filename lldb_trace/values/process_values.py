@@ -23,6 +23,7 @@ import numpy as np
 
 from ..decode.cursor import runs
 from ..errors import LldbTraceError
+from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
 from .register_states import RegisterStatesError, read_register_states
@@ -145,6 +146,7 @@ class ProcessValues:
             syscalls=self._syscalls(tid, counted),
             shared_memory=self._shares_memory(),
             recorded=self._register_states(tid, counted),
+            interrupted=interruptions(decoded, first),
         )
         return TailValues(values, first) if first else values
 
@@ -245,6 +247,21 @@ def position_addresses(decoded, expander, first=0) -> np.ndarray:
     for index, run in runs(decoded, first, expander):
         if isinstance(run, tuple):  # a block's addresses (a gap is a Gap)
             found[index - first : index - first + len(run)] = run
+    return found
+
+
+def interruptions(decoded, first=0) -> dict[int, int]:
+    """position -> where the thread stood, for each position after which tracing stopped asynchronously (an
+    interrupt: Intel PT's FUP and TIP.PGD) and resumed elsewhere: the kernel sent the thread on to a signal's
+    handler, though the jump may look like the instruction's own (a ret's, a ``jmp *``'s)."""
+    found = {}
+    for item in sorted({item for item, _ in decoded.events_of((EventType.ENABLED,)) if item > first}):
+        stood = None
+        for event in decoded.events_before(item):  # in order: a pause adds a stop and a resume at one address
+            if event.type == EventType.ENABLED and stood is not None and event.ip != stood:
+                found[item - 1 - first] = stood
+            if event.type in (EventType.ENABLED, EventType.DISABLED, EventType.ASYNC_DISABLED):
+                stood = event.ip if event.type == EventType.ASYNC_DISABLED else None
     return found
 
 

@@ -15,9 +15,12 @@ Successors: position p+1 must be where instruction p can go (its
 fall-through, its direct target, anywhere for an indirect branch, the next
 instruction after a syscall); otherwise a signal, the kernel or a gap came
 between them and nothing carries across (a cut).  A signal that arrives just
-after an indirect branch looks like the branch: it is a cut where the code
-the branch seems to enter returns to an rt_sigreturn trampoline.  Which cuts
-are signal deliveries that carry what the kernel leaves: deliveries.py.
+after an indirect branch looks like the branch; an Intel PT trace tells it
+apart (``interrupted``: tracing stopped asynchronously where the thread stood,
+FUP and TIP.PGD, and resumed elsewhere), and without that mark it is a cut
+where the code the branch seems to enter returns to an rt_sigreturn
+trampoline.  Which cuts are signal deliveries that carry what the kernel
+leaves: deliveries.py.
 """
 
 from contextlib import nullcontext
@@ -104,6 +107,7 @@ class ThreadValues:
         syscalls=(),
         shared_memory=False,
         recorded=None,
+        interrupted=None,
     ):
         self.addresses = [int(a) for a in addresses]
         self.count = len(self.addresses)
@@ -111,6 +115,9 @@ class ThreadValues:
         self.end, self.end_after_last, self.start = end, end_after_last, start
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
+        # position -> the address the thread was to go on at, where the trace shows it interrupted after that
+        # position and resumed elsewhere (an asynchronous exit: a signal's delivery)
+        self.interrupted = dict(interrupted or {})
         self._recorded = _Recorded(*recorded) if recorded is not None else None
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
@@ -299,7 +306,7 @@ class ThreadValues:
 
     def _cut(self, position, effect, following):
         """Whether nothing carries from state ``position`` to the next."""
-        if effect is None:
+        if effect is None or position in self.interrupted:
             return True
         if following is None:  # the last instruction: it ran only if the end state is after it
             return position + 1 < self.count or not self.end_after_last

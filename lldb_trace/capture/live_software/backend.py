@@ -105,8 +105,11 @@ class SoftwareBackend:
             self.recorders[tid].untraced(pc)
             self._changed(tid)
         elif not isinstance(run, emulation.Prediction):
-            if run is not None:
-                self.ran(tid, executed(run, pc))
+            steps = executed(run, pc) if run is not None else []
+            if steps is None:  # off the run: a signal's handler ran, unseen, to where LLDB stopped the thread
+                self.lost(tid, pc)
+            elif steps:
+                self.ran(tid, steps)
         elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
             self.predictions[tid] += 1
             self.ran(tid, run.steps())
@@ -192,11 +195,11 @@ def executed(ahead, pc):
     """The successive pcs of a run along ``ahead`` (its start, its stops, its end) that stopped at ``pc``.
 
     Normally ``pc`` is the end of ``ahead``; a user breakpoint on the way stops it early.  A pc off
-    the way (something asynchronous moved the thread) is passed on as where the thread went, and
-    ThreadRecorder records an interruption there.
+    the way: None.  Something asynchronous moved the thread (a signal's handler ran, and LLDB stopped
+    it there or further on: a breakpoint in the handler, the next signal), along a path nobody saw.
     """
     if pc == ahead[-1]:
         return ahead[1:]
     if pc in ahead[1:-1]:
         return ahead[1 : ahead.index(pc, 1) + 1]
-    return [] if pc == ahead[0] else [pc]
+    return [] if pc == ahead[0] else None
