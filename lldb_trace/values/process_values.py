@@ -251,9 +251,11 @@ def position_addresses(decoded, expander, first=0) -> np.ndarray:
 
 
 def interruptions(decoded, first=0) -> dict[int, int]:
-    """position -> where the thread stood, for each position after which tracing stopped asynchronously (an
-    interrupt: Intel PT's FUP and TIP.PGD) and resumed elsewhere: the kernel sent the thread on to a signal's
-    handler, though the jump may look like the instruction's own (a ret's, a ``jmp *``'s)."""
+    """position -> where the thread went, for each position after which tracing stopped at a known address and
+    resumed elsewhere, though the jump may look like the instruction's own (a ret's, a ``call *``'s): an
+    interrupt (Intel PT's FUP and TIP.PGD) after which the kernel sent the thread on to a signal's handler, or a
+    branch out of the code traced (TIP.PGD with its target: the vdso the live recorder runs untraced), whose
+    code ran unseen.  A system call's stop says no address: its own successor tells where it resumes."""
     found = {}
     for item in sorted({item for item, _ in decoded.events_of((EventType.ENABLED,)) if item > first}):
         stood = None
@@ -261,7 +263,7 @@ def interruptions(decoded, first=0) -> dict[int, int]:
             if event.type == EventType.ENABLED and stood is not None and event.ip != stood:
                 found[item - 1 - first] = stood
             if event.type in (EventType.ENABLED, EventType.DISABLED, EventType.ASYNC_DISABLED):
-                stood = event.ip if event.type == EventType.ASYNC_DISABLED else None
+                stood = None if event.type == EventType.ENABLED else event.ip
     return found
 
 

@@ -15,11 +15,11 @@ Successors: position p+1 must be where instruction p can go (its
 fall-through, its direct target, anywhere for an indirect branch, the next
 instruction after a syscall); otherwise a signal, the kernel or a gap came
 between them and nothing carries across (a cut).  A signal that arrives just
-after an indirect branch looks like the branch; an Intel PT trace tells it
-apart (``interrupted``: tracing stopped asynchronously where the thread stood,
-FUP and TIP.PGD, and resumed elsewhere), and without that mark it is a cut
-where the code the branch seems to enter returns to an rt_sigreturn
-trampoline.  Which cuts are signal deliveries that carry what the kernel
+after an indirect branch, or untraced code a ``call *`` ran, looks like the
+branch; an Intel PT trace tells it apart (``interrupted``: tracing stopped
+where the thread stood or went, FUP and TIP.PGD, and resumed elsewhere), and
+without that mark it is a cut where the code the branch seems to enter
+returns to an rt_sigreturn trampoline.  Which cuts are signal deliveries that carry what the kernel
 leaves: deliveries.py.
 """
 
@@ -115,8 +115,8 @@ class ThreadValues:
         self.end, self.end_after_last, self.start = end, end_after_last, start
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
-        # position -> the address the thread was to go on at, where the trace shows it interrupted after that
-        # position and resumed elsewhere (an asynchronous exit: a signal's delivery)
+        # position -> where the thread went, where the trace shows tracing stopped after that position and resumed
+        # elsewhere (a signal's delivery, code run untraced): process_values.interruptions
         self.interrupted = dict(interrupted or {})
         self._recorded = _Recorded(*recorded) if recorded is not None else None
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
