@@ -68,6 +68,20 @@ class Mapping:
     path: str
 
 
+def vdso_image(pid):
+    """``(load address, bytes)`` of the process's vdso (a DSO the kernel maps, with no file), or None."""
+    try:
+        span = next(((m.start, m.end) for m in read_maps(pid) if m.path == "[vdso]"), None)
+        if span is None:
+            return None
+        with open(f"/proc/{pid}/mem", "rb") as memory:
+            memory.seek(span[0])
+            data = memory.read(span[1] - span[0])
+    except OSError:
+        return None
+    return (span[0], data) if len(data) == span[1] - span[0] else None
+
+
 def read_maps(pid):
     """The process's mappings, from /proc/PID/maps."""
     mappings = []

@@ -305,7 +305,7 @@ def _recorded_names(modules):
     names = {}
     for module in modules:
         if module.path is None:
-            continue  # only in memory (a live process's vdso): perf finds no file for it either way
+            continue  # only in memory (a live process's vdso), and not written where the perf.data is
         names[module.system_path] = module.system_path
         if str(module.path) != module.system_path and not _same_file(module.system_path, module.uuid):
             names[module.system_path] = os.path.abspath(module.path)
@@ -323,6 +323,9 @@ def _mmaps(pid, module, name):
     """One MMAP2 per executable PT_LOAD segment of ``module``, page-aligned as the kernel maps it."""
     if name is None:
         return b""
+    if module.contents is not None:  # the vdso: its whole image in one mapping, as the kernel maps it
+        sample_id = _ID_LAYOUT.pack(SampleId(pid, pid, 0, SIDEBAND_ID, 0))
+        return pack_mmap2(pid, pid, module.load_address, len(module.contents), 0, name, sample_id, module.uuid)
     out = bytearray()
     for segment in ElfInfo(module.path).loaded_segments(module.load_address):
         if not segment.executable:

@@ -30,9 +30,14 @@ TRIPLE = "x86_64-unknown-linux-gnu"
 
 def write_bundle(recording, outdir, copy_program=False, force=False, file_format="json"):
     """Write the bundle into ``outdir``; returns the path of trace.json (perf.data with ``file_format`` "perf")."""
+    # the vdso has no file: its bytes are written under modules/, which a perf.data names by its path
+    in_memory = Path(os.path.abspath(outdir), "modules") if file_format == "perf" else None
     modules = tuple(
         SaveModule(path, Path(path), address, ElfInfo(path).build_id, copy=copy_program and path == recording.program)
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
+    ) + tuple(
+        SaveModule(name, in_memory and in_memory / name, address, None, contents=data)
+        for name, address, data in recording.memory_modules
     )
     syscalls = {tid: f"syscalls/{tid}.json" for tid in recording.syscall_results}
     registers = {tid: f"registers/{tid}.npz" for tid in recording.register_states}

@@ -30,6 +30,7 @@ class Recording:
     threads: dict = field(default_factory=dict)  # tid -> ThreadRecorder, in creation order
     streams: dict = field(default_factory=dict)  # tid -> bytes
     modules: dict = field(default_factory=dict)  # path -> load address
+    memory_modules: list = field(default_factory=list)  # [(name, load address, bytes)]: with no file (the vdso)
     stops: dict = field(default_factory=dict)  # tid -> ThreadStop: the fatal signal, or the exit status
     untraced_children: list = field(default_factory=list)  # pids of the processes it created, run untraced
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded

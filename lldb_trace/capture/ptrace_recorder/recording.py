@@ -26,7 +26,7 @@ from ...bundle.model import ThreadStop
 from ...x86.instructions import Classifier, Transfer
 from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..encoder.timing_packets import clock_info
-from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group
+from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group, vdso_image
 from . import core_snapshot, ptrace
 from .program_checks import RecordError, resolve_program
 from .recorded import Recording, RecordOptions
@@ -365,6 +365,7 @@ def record(program, args=(), options=None, progress=None):
         raise RecordError(f"cannot run {path}: {error.strerror}") from None
     try:
         tracee.run_to_start()
+        vdso = vdso_image(tracee.pid)  # stepped through like any code: its bytes go in the bundle
         if tracee.cores is not None:
             tracee.cores.start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
@@ -377,6 +378,7 @@ def record(program, args=(), options=None, progress=None):
     recording = Recording(path, list(args), tracee.pid, tracee.status, tracee.detail, threads)
     recording.streams = {tid: recorder.finish(buffer_bytes) for tid, recorder in threads.items()}
     recording.modules = {p: a for p, a in tracee.modules.modules.items()}
+    recording.memory_modules = [("[vdso]", *vdso)] if vdso is not None else []
     recording.stops = tracee.stops
     recording.untraced_children = tracee.children
     recording.tsc_zero_ns = tsc_zero
