@@ -160,13 +160,21 @@ class ThreadTrace(TracedThread):
 
     def values(self) -> ThreadValues:
         """The thread's value recovery (from the bundle's core files and the trace), made on first use."""
-        found = values_of(self.process_trace).thread(self.tid)
-        if found is None:
+        known = values_of(self.process_trace)
+        found = known.thread(self.tid)
+        if found is not None:
+            return found
+        if known.has_known_state(self.tid):
+            raise LldbTraceError(f"thread {self.tid} has no instruction in the trace: it has no values to recover")
+        if known.end_core is not None:
             raise LldbTraceError(
-                f"thread {self.tid} has no known state to recover values from: give the trace its core where it ends"
-                " (the bundle's coreFile, or open_bundle(..., core=CORE))"
+                f"thread {self.tid} is not in {known.end_core.path} (it ended before the core was taken), and no other"
+                " known state holds it: its values cannot be recovered"
             )
-        return found
+        raise LldbTraceError(
+            f"thread {self.tid} has no known state to recover values from: give the trace its core where it ends"
+            " (the bundle's coreFile, or open_bundle(..., core=CORE))"
+        )
 
     def registers_at(self, index: int | None = None) -> dict[str, int | None]:
         """The registers at item ``index`` (default: the position; ``item_count``: where the thread stopped),

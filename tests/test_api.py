@@ -1,10 +1,12 @@
 """The Python API: readable reprs, items that say what they are (from LLDB inside it, from the ELF and
 DWARF outside it, with the same answers), and one-line errors for a target without a trace."""
 
+import json
+import subprocess
 import sys
 
 import pytest
-from support.paths import TRACES
+from support.paths import SOURCES, TRACES
 from support.trace_scripts import scenarios
 
 import lldb_trace.api as api
@@ -90,3 +92,23 @@ def test_of_target_items_come_from_lldb(session, crash):
     thread = api.of_target(session.target).thread(5707)
     assert thread.item(0).function == "crash`main" and thread.item(0).source == "crash.c:12"
     assert repr(thread.item(0)) == repr(crash.thread(5707).item(0))
+
+
+def test_a_thread_that_ended_before_the_core_says_why_it_has_no_values(tmp_path):
+    """threads.c's workers end before the program does: the core where the trace ends does not hold them, and
+    without the recorder's registers nothing does.  The error says so, rather than asking for the core the bundle
+    has."""
+    binary = tmp_path / "threads"
+    subprocess.run(["gcc", "-O0", "-g", "-pthread", "-o", str(binary), str(SOURCES / "threads.c")], check=True)
+    out = tmp_path / "rec"
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "--threads", "all", "-o", str(out), "--", str(binary)]
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    document = json.loads((out / "trace.json").read_text())
+    for thread in document["processes"][0]["threads"]:
+        thread.pop("registerStates")
+    (out / "trace.json").write_text(json.dumps(document))
+    threads = {thread.tid: thread for thread in api.open_bundle(out / "trace.json").threads}
+    main, workers = threads.pop(document["processes"][0]["pid"]), list(threads.values())
+    assert main.values().registers_at(main.item_count)["rsp"] is not None  # in the core
+    with pytest.raises(LldbTraceError, match=r"is not in .*end\.core \(it ended before the core was taken\)"):
+        workers[0].values()

@@ -65,6 +65,7 @@ class _Tracee:
         self.children = []  # processes the program created, let go to run untraced
         self.early = set()  # new processes whose first stop came before their creator's event
         self.patched = None  # (address, original word) of the breakpoint at main, while it is set
+        self.reaped = False  # the process ended before main, and was waited for
         self.status, self.detail = "exited", ""
         self.delivered = {}  # tid -> ThreadStop of the last signal passed on to it without a handler
         self.stops = {}
@@ -97,6 +98,7 @@ class _Tracee:
         while True:
             tid, status = ptrace.wait_any()
             if tid is None or (tid == self.pid and not os.WIFSTOPPED(status)):
+                self.reaped = True
                 raise RecordError(f"{self.program} exited before reaching main")
             if not os.WIFSTOPPED(status):
                 continue
@@ -320,6 +322,8 @@ class _Tracee:
             with contextlib.suppress(ptrace.PtraceError):
                 ptrace.detach(pid)
         live = set(self.recorders) | self.free
+        if not (self.recorders or self.finished or self.reaped):  # refused before main: wait for it too, or a
+            live.add(self.pid)  # later recording by this process takes it for a child of its own
         while True:  # until the tracees are gone: other children of this process (a pool's) may live on
             tid, status = ptrace.wait_any(block=bool(live))
             if tid is None:
