@@ -134,3 +134,22 @@ def test_the_intel_pt_backend_names_the_cpu_that_wrote_its_packets(tmp_path, mon
     monkeypatch.setattr(intel_pt_pmu, "check_available", lambda: "pmu")  # no thread is traced: no event opens
     assert IntelPtBackend([], 64, False, None, False).cpu == CpuInfo("intel", 6, 106, 6)
     assert SoftwareBackend.cpu == cpu.SOFTWARE_CPU
+
+
+def test_a_live_trace_saved_after_the_process_exited_has_no_end_core_and_loads(tmp_path, monkeypatch):
+    """Once the process has exited there is no state to write a core of (LLDB read its registers as 0, and the
+    bundle was refused: the core's pc 0 is not where the trace ends).  The bundle keeps the rest and loads."""
+    binary = launchable(tmp_path, monkeypatch, "lines.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.launch(binary, "-n main")
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        assert "exited" in session.streams()[0]
+        session.ok(f"trace save {tmp_path / 'saved'}")
+    finally:
+        session.close()
+    (process,) = json.loads((tmp_path / "saved" / "trace.json").read_text())["processes"]
+    assert "coreFile" not in process and process["startCoreFile"] == "cores/start.core"
+    (thread,) = pt.open_bundle(tmp_path / "saved" / "trace.json").threads
+    assert thread.item_count and thread.values().registers_at(0)["rsp"] is not None  # from the start core

@@ -107,7 +107,8 @@ class SaveCommand(TraceCommand):
             )
             for tid in process_trace.tids
         )
-        core = core_name(process.pid) if (live and keeps_states) or END_CORE in extra else None
+        stopped = live and target.GetProcess().GetState() == lldb.eStateStopped  # an exited one has no state
+        core = core_name(process.pid) if (stopped and keeps_states) or END_CORE in extra else None
         saved = SaveProcess(
             process.pid, process.triple, threads, tuple(modules), process.untraced_children, core_file=core,
             start_core_file=START_CORE if START_CORE in extra else None,
