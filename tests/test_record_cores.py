@@ -15,6 +15,7 @@ from support.lldb_batch import lldb_batch
 from support.paths import SOURCES
 from support.reference_decode import truth_of
 
+from lldb_trace import api
 from lldb_trace.values.core_file import open_core
 
 DATA = b"known bytes, 25 of them.\n"
@@ -149,6 +150,23 @@ def test_no_core_writes_neither_cores_nor_syscall_results(tmp_path, program):
     assert "coreFile" not in process and "startCoreFile" not in process
     assert "syscallResults" not in process["threads"][0] and "registerStates" not in process["threads"][0]
     assert not any((tmp_path / "b" / name).exists() for name in ("cores", "syscalls", "registers"))
+
+
+def test_a_circular_buffer_that_dropped_the_start_has_no_start_core(tmp_path):
+    """With ``--buffer`` the trace begins where the kept bytes do, after the state where recording started: that core
+    would be refused as not where the trace starts (and every value with it); the end core stays.  A buffer that
+    kept everything keeps the start core too."""
+    binary = tmp_path / "libc_work"
+    subprocess.run(["gcc", "-O2", "-g", "-DROUNDS=1", "-o", str(binary), str(SOURCES / "libc_work.c")], check=True)
+    for buffer, out in (("1", tmp_path / "cut"), ("4096", tmp_path / "whole")):
+        result = record_cli(out, binary, "--buffer", buffer)
+        assert result.returncode == 0, result.stderr
+    process = _process(tmp_path / "cut")
+    assert "startCoreFile" not in process and process["coreFile"] == "cores/end.core"
+    assert not (tmp_path / "cut" / "cores" / "start.core").exists()
+    (thread,) = api.open_bundle(tmp_path / "cut" / "trace.json").threads
+    assert thread.values().registers_at(thread.item_count)["rsp"] is not None
+    assert _process(tmp_path / "whole")["startCoreFile"] == "cores/start.core"
 
 
 def test_perf_format_writes_the_cores_beside_perf_data(tmp_path, program):

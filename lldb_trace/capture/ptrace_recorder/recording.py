@@ -391,6 +391,8 @@ def record(program, args=(), options=None, progress=None):
     recording.seconds = time.monotonic() - started
     if tracee.cores is not None:
         recording.cores = tracee.cores
+        if threads.get(tracee.pid) is not None and threads[tracee.pid].truth.snapshot_from:
+            tracee.cores.paths.pop("start.core", None)  # the circular buffer kept a later start than the core's
     if tracee.syscalls is not None:
         recording.syscall_results = tracee.syscalls.files(threads)
     if tracee.registers is not None:
