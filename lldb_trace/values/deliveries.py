@@ -100,7 +100,7 @@ class Deliveries:
                 if not values._return_site(following):
                     return False
                 depth -= 1
-            elif values._cut(later, effect, following):
+            elif values._cut(later, effect, following, inferred=False):
                 return False
             elif effect.kind == "call":
                 depth += 1

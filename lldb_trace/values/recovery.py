@@ -304,8 +304,10 @@ class ThreadValues:
             )
         return found
 
-    def _cut(self, position, effect, following):
-        """Whether nothing carries from state ``position`` to the next."""
+    def _cut(self, position, effect, following, inferred=True):
+        """Whether nothing carries from state ``position`` to the next; without ``inferred``, an indirect branch
+        is taken for what it looks like (Deliveries.entered asks so while it scans: asking again from there
+        would scan again from each such branch, without end on a long startup)."""
         if effect is None or position in self.interrupted:
             return True
         if following is None:  # the last instruction: it ran only if the end state is after it
@@ -319,6 +321,8 @@ class ThreadValues:
         if flow.transfer == Transfer.CONDITIONAL:
             return following not in (fall, flow.target)
         if flow.transfer == Transfer.INDIRECT:  # or a signal delivered just after it, which the handler's ret tells
+            if not inferred:
+                return False
             if effect.kind == "ret":
                 return not self._return_site(following) and self._signals.entered(position)
             return self._signals.returned_after(position) and self._signals.entered(position)
