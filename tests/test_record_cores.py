@@ -13,7 +13,7 @@ from elftools.elf.elffile import ELFFile
 from support.lldb22 import needs_lldb_22
 from support.lldb_batch import lldb_batch
 from support.paths import SOURCES
-from support.reference_decode import truth_of
+from support.reference_decode import check_exact, truth_of
 
 from lldb_trace import api
 from lldb_trace.values.core_file import open_core
@@ -167,6 +167,34 @@ def test_a_circular_buffer_that_dropped_the_start_has_no_start_core(tmp_path):
     (thread,) = api.open_bundle(tmp_path / "cut" / "trace.json").threads
     assert thread.values().registers_at(thread.item_count)["rsp"] is not None
     assert _process(tmp_path / "whole")["startCoreFile"] == "cores/start.core"
+    for folder in ("cut", "whole"):
+        _known_states_stand_at_their_instructions(tmp_path / folder)
+
+
+def test_known_states_name_the_traces_positions_past_a_gap(tmp_path):
+    """An overflow injected where a system call runs: the trace resumes with a TIP.PGE (its IP compressed against
+    nothing, as after any OVF: it was compressed against the last IP, and decoding went astray), and the system
+    calls' results and register states after the gap name the trace's positions (they counted the lost
+    instructions too, and were refused as another recording's)."""
+    binary = tmp_path / "crash"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "crash.c")], check=True)
+    result = record_cli(tmp_path / "b", binary, "--overflow-at", "700", "--overflow-lost", "50")
+    assert result.returncode == 0, result.stderr
+    ((_, truth, _),) = list(check_exact(tmp_path / "b" / "trace.json"))  # both libipt decoders: the truth
+    ((start, end),) = truth.lost
+    values = _known_states_stand_at_their_instructions(tmp_path / "b")
+    assert any(values._effect(address).kind == "syscall" for address in truth.addresses[start:end])  # one lost
+
+
+def _known_states_stand_at_their_instructions(folder):
+    """Every system call's result is at a ``syscall`` of the trace, and the register states load (their pcs are
+    checked against the trace's addresses)."""
+    (thread,) = api.open_bundle(folder / "trace.json").threads
+    values = thread.values()
+    assert values._recorded is not None and len(values._recorded.positions) > 1000
+    results = [position for position, result in values.syscalls.items() if not result.before]
+    assert results and all(values._effect(values.addresses[position]).kind == "syscall" for position in results)
+    return values
 
 
 def test_perf_format_writes_the_cores_beside_perf_data(tmp_path, program):

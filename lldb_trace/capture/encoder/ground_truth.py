@@ -11,6 +11,8 @@ what a decoder can see, then one hex address per line.  Headers:
 from array import array
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 class InstructionCount:
     """In place of the address list where only the count matters: a live recording may run billions."""
@@ -33,6 +35,20 @@ class GroundTruth:
     lost: list = field(default_factory=list)  # [(start, end)] half-open index ranges
     snapshot_from: int = 0
     ended: str = ""
+
+    def traced(self, indices):
+        """Where the trace holds each instruction of ``indices`` (uint64 counts of those run), among the instructions
+        it keeps: from ``snapshot_from`` on, outside the lost ranges; -1 where it holds none (a known state's
+        instruction is named so in a bundle: values/process_values.py)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        found = indices - self.snapshot_from
+        for start, end in self.lost:
+            start = max(start, self.snapshot_from)
+            if end > start:
+                found[indices >= end] -= end - start
+                found[(indices >= start) & (indices < end)] = -1
+        found[indices < self.snapshot_from] = -1
+        return found
 
     def decodable_segments(self):
         """The address runs a decoder must reproduce, split where the trace has gaps."""

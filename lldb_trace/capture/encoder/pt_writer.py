@@ -197,13 +197,14 @@ class StreamWriter:
         self.enabled = False
 
     def overflow(self):
-        """The trace buffer overflowed: packets from here on are lost until ``resume``."""
+        """The trace buffer overflowed: packets from here on are lost until ``resume``, and the next IP packet
+        compresses against nothing (the decoder forgets the last IP at OVF)."""
         self.flush_tnt()
         self._emit(PacketType.OVF)
+        self._last_ip = None
 
     def resume(self, ip):
         """Tracing continues after an overflow at ``ip``."""
-        self._last_ip = None
         self._tsc(self._timed())
         self._ip_packet(PacketType.FUP, ip)
 

@@ -35,23 +35,25 @@ class StateRing:
         indices.append(index)
         blocks.append(block)
 
-    def arrays(self, tid, first=0):
-        """``(instruction counts from ``first`` on, less first; rows of TRACKED values)``, or None without any."""
+    def arrays(self, tid):
+        """``(instruction counts, rows of TRACKED values)``, or None without any."""
         indices, blocks = self._states.get(tid, ((), ()))
-        # Zipped, not indexed: a deque's [k] walks to k from an end, quadratic over a full ring.
-        kept = [(index, block) for index, block in zip(indices, blocks, strict=True) if index >= first]
-        if not kept:
+        if not indices:
             return None
-        every = np.frombuffer(b"".join(block for _, block in kept), dtype=np.uint64)
-        rows = every.reshape(len(kept), self.width)[:, self.columns]
-        return np.array([index - first for index, _ in kept], dtype=np.uint64), rows
+        every = np.frombuffer(b"".join(blocks), dtype=np.uint64)  # joined, not indexed: a deque's [k] walks
+        rows = every.reshape(len(indices), self.width)[:, self.columns]
+        return np.fromiter(indices, dtype=np.uint64, count=len(indices)), rows
 
-    def files(self, tids, firsts):
-        """``{tid: .npz bytes}`` of the threads among ``tids`` with states (values/register_states.py);
-        ``firsts[tid]``: the first index its trace keeps (a ring-buffer recording's), counted as 0."""
+    def files(self, tids, traced):
+        """``{tid: .npz bytes}`` of the threads among ``tids`` with states (values/register_states.py), each state
+        named by where the thread's trace holds its instruction (``traced[tid]``: GroundTruth.traced), those it
+        does not hold left out: before a ring buffer's start, in a gap."""
         found = {}
         for tid in tids:
-            states = self.arrays(tid, firsts.get(tid, 0))
+            states = self.arrays(tid)
             if states is not None:
-                found[tid] = register_states_bytes(*states, names=TRACKED)
+                where = traced[tid](states[0])
+                kept = where >= 0
+                if kept.any():
+                    found[tid] = register_states_bytes(where[kept].astype(np.uint64), states[1][kept], names=TRACKED)
         return found

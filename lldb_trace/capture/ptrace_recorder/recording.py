@@ -393,9 +393,9 @@ def record(program, args=(), options=None, progress=None):
         recording.cores = tracee.cores
         if threads.get(tracee.pid) is not None and threads[tracee.pid].truth.snapshot_from:
             tracee.cores.paths.pop("start.core", None)  # the circular buffer kept a later start than the core's
+    traced = {tid: recorder.truth.traced for tid, recorder in threads.items()}  # a ring buffer's start, gaps
     if tracee.syscalls is not None:
-        recording.syscall_results = tracee.syscalls.files(threads)
+        recording.syscall_results = tracee.syscalls.files(threads, traced)
     if tracee.registers is not None:
-        firsts = {tid: recorder.truth.snapshot_from for tid, recorder in threads.items()}
-        recording.register_states = tracee.registers.files(threads, firsts)
+        recording.register_states = tracee.registers.files(threads, traced)
     return recording

@@ -72,9 +72,17 @@ class SyscallLog:
         if len(data) == top - rsp:
             self.results.setdefault(tid, []).append({"instruction": index, "signalFrame": [[rsp, data.hex()]]})
 
-    def files(self, tids):
-        """``{tid: JSON text}`` of the threads among ``tids`` that made a syscall."""
-        return {tid: json.dumps(self.results[tid]) + "\n" for tid in tids if tid in self.results}
+    def files(self, tids, traced):
+        """``{tid: JSON text}`` of the threads among ``tids`` that made a syscall, each named by where the thread's
+        trace holds its instruction (``traced[tid]``: GroundTruth.traced); one the trace does not hold is left out."""
+        found = {}
+        for tid in tids:
+            results = self.results.get(tid, [])
+            where = traced[tid]([result["instruction"] for result in results]).tolist()
+            kept = [result | {"instruction": index} for result, index in zip(results, where, strict=True) if index >= 0]
+            if kept:
+                found[tid] = json.dumps(kept) + "\n"
+        return found
 
     def _written(self, before, after):
         """``[(address, bytes)]`` the kernel wrote, or None when it may have written more."""
