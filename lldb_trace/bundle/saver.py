@@ -81,7 +81,7 @@ def bundle_files(bundle_name, cpu, processes, copy_images=False, tsc_conversion=
         for thread in process.threads:
             if thread.trace is not None:
                 files[_trace_name(thread.tid)] = thread.trace
-    copies = {_copy_name(m): m for p in processes for m in p.modules if _copied(m, copy_images)}
+    copies = {copy_name(m): m for p in processes for m in p.modules if _copied(m, copy_images)}
     for name, module in copies.items():
         files[name] = module.contents if module.contents is not None else Path(module.path)
     if copies:
@@ -174,7 +174,8 @@ def _trace_name(tid):
     return f"traces/{tid}.intelpt_trace"
 
 
-def _copy_name(module):
+def copy_name(module):
+    """Where a module's copy goes in a bundle's folder (the vdso's bytes, --copy-images)."""
     return str(Path("modules") / module.system_path.lstrip("/"))
 
 
@@ -224,7 +225,7 @@ def _process(process, copy_images):
     for module in process.modules:
         listed = {"systemPath": module.system_path, "loadAddress": f"0x{module.load_address:x}"}
         if _copied(module, copy_images):
-            listed["file"] = _copy_name(module)
+            listed["file"] = copy_name(module)
         elif module.path is not None and str(module.path) != module.system_path:
             listed["file"] = str(module.path)
         if module.uuid:

@@ -68,18 +68,15 @@ class Mapping:
     path: str
 
 
-def vdso_image(pid):
-    """``(load address, bytes)`` of the process's vdso (a DSO the kernel maps, with no file), or None."""
+def vdso_image(pid, memory):
+    """``(load address, bytes)`` of the process's vdso (a DSO the kernel maps, with no file), read through
+    ``memory`` (a ProcessMemory), or None."""
     try:
         span = next(((m.start, m.end) for m in read_maps(pid) if m.path == "[vdso]"), None)
-        if span is None:
-            return None
-        with open(f"/proc/{pid}/mem", "rb") as memory:
-            memory.seek(span[0])
-            data = memory.read(span[1] - span[0])
     except OSError:
         return None
-    return (span[0], data) if len(data) == span[1] - span[0] else None
+    data = memory.read(span[0], span[1] - span[0]) if span is not None else b""
+    return (span[0], data) if span is not None and len(data) == span[1] - span[0] else None
 
 
 def read_maps(pid):

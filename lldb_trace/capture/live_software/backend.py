@@ -105,11 +105,11 @@ class SoftwareBackend:
             self.recorders[tid].untraced(pc)
             self._changed(tid)
         elif not isinstance(run, emulation.Prediction):
-            steps = executed(run, pc) if run is not None else []
-            if steps is None:  # off the run: a signal's handler ran, unseen, to where LLDB stopped the thread
-                self.lost(tid, pc)
-            elif steps:
+            steps = executed(run, pc) if run is not None else None
+            if steps is not None:
                 self.ran(tid, steps)
+            elif run is not None:  # off the run: a signal's handler ran, unseen, to where LLDB stopped the thread
+                self.lost(tid, pc)
         elif registers and pc == run.end and emulation.matches(run.registers, registers(run.registers)):
             self.predictions[tid] += 1
             self.ran(tid, run.steps())

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...bundle.model import TscConversion
-from ...bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, destination_mode, write_files
+from ...bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, copy_name, destination_mode, write_files
 from ...elf_info import ElfInfo
 from ...perf_data.writer import perf_data_bytes
 from ..cpu import SOFTWARE_CPU
@@ -30,15 +30,10 @@ TRIPLE = "x86_64-unknown-linux-gnu"
 
 def write_bundle(recording, outdir, copy_program=False, force=False, file_format="json"):
     """Write the bundle into ``outdir``; returns the path of trace.json (perf.data with ``file_format`` "perf")."""
-    # the vdso has no file: its bytes are written under modules/, which a perf.data names by its path
-    in_memory = Path(os.path.abspath(outdir), "modules") if file_format == "perf" else None
     modules = tuple(
         SaveModule(path, Path(path), address, ElfInfo(path).build_id, copy=copy_program and path == recording.program)
         for path, address in sorted(recording.modules.items(), key=lambda item: item[1])
-    ) + tuple(
-        SaveModule(name, in_memory and in_memory / name, address, None, contents=data)
-        for name, address, data in recording.memory_modules
-    )
+    ) + tuple(_in_memory(name, address, data, outdir, file_format) for name, address, data in recording.memory_modules)
     syscalls = {tid: f"syscalls/{tid}.json" for tid in recording.syscall_results}
     registers = {tid: f"registers/{tid}.npz" for tid in recording.register_states}
     threads = tuple(
@@ -82,6 +77,12 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
     files[RECORDING_FILE] = json.dumps(_status(recording, sorted([*files, RECORDING_FILE])), indent=2) + "\n"
     write_files(outdir, main_file, files, force, own_folder=earlier_recording)
     return os.path.join(outdir, main_file)
+
+
+def _in_memory(name, address, data, outdir, file_format):
+    """A module with no file (the vdso): its bytes are written into the bundle, where a perf.data names it."""
+    module = SaveModule(name, None, address, None, contents=data)
+    return replace(module, path=Path(os.path.abspath(outdir), copy_name(module))) if file_format == "perf" else module
 
 
 def check_outdir(outdir, force=False):

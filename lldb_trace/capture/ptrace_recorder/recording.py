@@ -369,7 +369,7 @@ def record(program, args=(), options=None, progress=None):
         raise RecordError(f"cannot run {path}: {error.strerror}") from None
     try:
         tracee.run_to_start()
-        vdso = vdso_image(tracee.pid)  # stepped through like any code: its bytes go in the bundle
+        vdso = vdso_image(tracee.pid, tracee.memory)  # stepped through like any code: its bytes go in the bundle
         if tracee.cores is not None:
             tracee.cores.start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
@@ -389,11 +389,11 @@ def record(program, args=(), options=None, progress=None):
     if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
         recording.clock = clock_info(options.mtc_period, options.cycle_accurate)
     recording.seconds = time.monotonic() - started
+    traced = {tid: recorder.truth.traced for tid, recorder in threads.items()}  # a ring buffer's start, gaps
     if tracee.cores is not None:
         recording.cores = tracee.cores
-        if threads.get(tracee.pid) is not None and threads[tracee.pid].truth.snapshot_from:
-            tracee.cores.paths.pop("start.core", None)  # the circular buffer kept a later start than the core's
-    traced = {tid: recorder.truth.traced for tid, recorder in threads.items()}  # a ring buffer's start, gaps
+        if tracee.pid in traced and traced[tracee.pid]([0])[0] < 0:  # the trace lacks the start core's instruction
+            tracee.cores.paths.pop("start.core", None)
     if tracee.syscalls is not None:
         recording.syscall_results = tracee.syscalls.files(threads, traced)
     if tracee.registers is not None:
