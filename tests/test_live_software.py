@@ -6,6 +6,7 @@ path is the one single steps see is test_live_software_paths.py.
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,35 @@ def test_start_needs_a_stopped_live_process(tmp_path):
         assert "unknown backend" in session.handle("pt start --backend bogus").GetError()
         session.ok(f"pt load {TRACES / 'sample' / 'trace.json'}")
         assert "a loaded trace, not a live process" in session.handle("pt start").GetError()
+    finally:
+        session.close()
+
+
+def test_the_start_state_leaves_no_file_behind_and_a_failure_to_write_it_starts_nothing(program, tmp_path, monkeypatch):
+    """LLDB never runs Python's atexit handlers: a start core kept in a folder was left in /tmp by every
+    'pt start'.  It is an unlinked file now, read through the descriptor LLDB holds."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    session = Session(tmp_path)
+    try:
+        session.launch(program, "-n main")
+        missing = tmp_path / "missing"  # no such folder: the start state cannot be kept
+        monkeypatch.setattr(tempfile, "tempdir", str(missing))
+        error = session.handle("pt start --backend software").GetError()
+        assert f"cannot make a temporary file in {missing} for the start state: No such file" in error
+        assert "not traced" in session.handle("pt stop").GetError()  # nothing was started
+        monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+        session.ok("pt start --backend software")
+        assert list(temporary.iterdir()) == []
+        session.handle("next")
+        session.ok("pt stop")
+        session.ok("pt goto 0")
+        assert "rsp = 0x" in session.ok("register read rsp")  # known from the start state
+        session.ok(f"trace save {tmp_path / 'saved'}")
+        assert (tmp_path / "saved" / "cores" / "start.core").read_bytes().startswith(b"\x7fELF")
+        assert list(temporary.iterdir()) == []
+        session.target.GetProcess().Kill()
     finally:
         session.close()
 

@@ -41,8 +41,14 @@ def test_software_trace_stays_readable_and_savable_until_the_process_runs_on(ses
     assert "recording already stopped" in session.handle("pt stop").GetError()
     session.handle("expression (int)getpid()")  # runs the process, but leaves the thread where it stopped
     assert session.ok("pt dump -i --all") == recorded
+    rbx = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).FindRegister("rbx").GetValue()
     _out, err = routed(session, f"trace save {tmp_path / 'saved'}")
     assert not err and (tmp_path / "saved" / "trace.json").exists()
+    saved = json.loads((tmp_path / "saved" / "trace.json").read_text())["processes"][0]
+    pid = session.target.GetProcess().GetProcessID()
+    # the process still stands where its trace ends: its core and the registers the recorder saw are saved
+    assert saved["coreFile"] == f"cores/{pid}.core" and saved["startCoreFile"] == "cores/start.core"
+    assert saved["threads"][0]["registerStates"].startswith("registers/")
 
     session.handle("continue")  # LLDB's own continue: untraced, to the next call of fib
     error = session.handle("pt dump -i").GetError()
@@ -69,6 +75,7 @@ def test_software_trace_stays_readable_and_savable_until_the_process_runs_on(ses
     try:
         fresh.ok(f"pt load {tmp_path / 'saved'}")
         assert fresh.ok("pt dump -i --all").splitlines()[1:] == recorded.splitlines()[1:]
+        assert f"rbx = {rbx}" in fresh.ok("register read rbx")  # from the end core, at the end of history
     finally:
         fresh.close()
 

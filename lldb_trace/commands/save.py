@@ -7,7 +7,7 @@ import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
 from ..debugger.core_snapshot import core_name, live_snapshot
-from ..debugger.live_session import session_for
+from ..debugger.registry import recorder_for
 from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
 from ..values.core_writer import write_core
@@ -91,11 +91,12 @@ class SaveCommand(TraceCommand):
             for name, address, data in process_trace.source.memory_modules()
         ]
         parser = self.get_parser()
-        live = session_for(target) is not None and target.GetProcess().IsValid()
+        recorder = recorder_for(target)  # after 'pt stop' too: the process still stands where its trace ends
+        live = recorder is not None and target.GetProcess().IsValid()
         keeps_states = parser.format != "perf" and not parser.was_set("no-core")
         extra = kept_states(process) if keeps_states else {}  # the known states the trace has
         if live and keeps_states:
-            extra |= _live_states(session_for(target).backend, process_trace.tids)
+            extra |= _live_states(recorder.backend, process_trace.tids)
         threads = tuple(
             SaveThread(
                 tid,

@@ -72,6 +72,7 @@ class StartCommand(TidOptionCommand):
         tids = _tids(process, self.tids, parser.was_set("all"))
         buffer_kb = _buffer_kb(parser.buffer_kb)
         chosen, why_not = _choose_backend(backend)
+        start_core = live_values.save_start_state(process) if not buffer_kb else None
         if chosen == "intel-pt":
             session = live_session.start_intel_pt(
                 target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period or None, parser.was_set("all")
@@ -80,7 +81,7 @@ class StartCommand(TidOptionCommand):
         else:
             session = live_session.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
             what = "the software recorder" + (f" ({why_not})" if why_not else "")
-        live_values.keep_known_states(session, buffered=bool(buffer_kb))
+        live_values.keep_known_states(session, start_core)
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)

@@ -21,6 +21,7 @@ class _Registration:
     trace: object  # ProcessTrace
     session: object = None  # the LiveSession recording it, if one is
     expiry: object = None  # () -> why the trace is stale, or None
+    recorded_by: object = None  # the LiveSession that recorded it, recording or stopped
 
 
 _registrations = {}  # key -> _Registration
@@ -34,7 +35,7 @@ def add(target, process_trace, session=None):
         remove(key)
     _dropped[:] = [(candidate, why) for candidate, why in _dropped if candidate != target]
     key = f"trace-{next(_keys)}"
-    _registrations[key] = _Registration(target, process_trace, session)
+    _registrations[key] = _Registration(target, process_trace, session, recorded_by=session)
     return key
 
 
@@ -42,6 +43,15 @@ def end_session(key, expiry):
     """The session stops recording; its trace stays until ``expiry()`` (asked at every lookup) gives a reason."""
     registration = _registrations[key]
     registration.session, registration.expiry = None, expiry
+
+
+def recorder_for(target):
+    """The live session that recorded ``target``'s trace, recording still or stopped while the process has not
+    run on (its trace still describes it: the process stands where the trace ends), or None."""
+    if for_target(target) is None:
+        return None
+    found = (r.recorded_by for r in _registrations.values() if r.target == target and r.recorded_by)
+    return next(found, None)
 
 
 def by_key(key):

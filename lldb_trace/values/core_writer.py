@@ -83,7 +83,7 @@ def write_core(snapshot, path):
     temporary = f"{path}.partial-{os.getpid()}"
     try:
         with open(temporary, "wb") as out:
-            _write(snapshot, out)
+            dump_core(snapshot, out)
         os.replace(temporary, path)
     except OSError as error:
         _remove(temporary)
@@ -105,7 +105,8 @@ def dumped_size(region, read_memory):
     return 0
 
 
-def _write(snapshot, out):
+def dump_core(snapshot, out):
+    """Write ``snapshot`` as an ELF core into the binary file ``out``, from its start."""
     notes = _notes(snapshot)
     sizes = [dumped_size(region, snapshot.read_memory) for region in snapshot.regions]
     count = 1 + len(snapshot.regions)
