@@ -104,3 +104,45 @@ def test_a_structs_fields_read_as_unknown_not_as_failed_reads(tmp_path):
     assert "(course)  (title = <not known at this position>, credits = <not known at this position>)" in out
     assert "error: algebra.credits is not known at this position" in err and "read memory" not in out + err
     assert two.strip() == "(int) 2"
+
+
+def end_core_only(tmp_path):
+    """The gradebook's bundle with its end core alone: near the start some stack words are known, some not."""
+    folder = tmp_path / "end-core-only"
+    shutil.copytree(GRADEBOOK.parent, folder)
+    bundle = json.loads((folder / "trace.json").read_text())
+    for process in bundle["processes"]:
+        process.pop("startCoreFile", None)
+    (folder / "trace.json").write_text(json.dumps(bundle))
+    return folder / "trace.json"
+
+
+PARTIAL = ["pt goto 2", "x/4gx 0x7fffffffeb10", "x/1gx 0x7fffffffeb20"]
+
+
+def check_partial(out, err):
+    """A read whose first bytes are known and the next not is refused, naming the first unknown byte: LLDB showed
+    the rest as zeros (0x7fffffffeb20 among them, whose value is known), with only a warning."""
+    assert "memory at 0x7fffffffeb18 is not known at this position" in err
+    assert "the 8 bytes before it, from 0x7fffffffeb10, are known: ask for 8 bytes or fewer" in err
+    assert "0x7fffffffeb10: " not in out and "not all bytes" not in (out + err).lower()
+    assert "0x7fffffffeb20: 0x00000000004ad4e0" in out
+
+
+def test_a_read_partly_known_names_the_first_unknown_byte(tmp_path):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in [f"trace load {end_core_only(tmp_path)}", *PARTIAL]]
+        out, err = session.streams()
+    finally:
+        session.close()
+    check_partial(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
+
+
+@needs_lldb_22
+def test_a_read_partly_known_names_the_first_unknown_byte_in_lldb_22(tmp_path):
+    result = run_lldb_22(tmp_path, [f"trace load {end_core_only(tmp_path)}", *PARTIAL])
+    check_partial(result.stdout, result.stderr)

@@ -46,6 +46,8 @@ WHY_UNKNOWN = (
 _SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
 _LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
 _BAD_START = "invalid start address expression"
+# LLDB's memory read when the process served fewer bytes than asked: it shows the rest as zeros
+_PARTIAL_READ = re.compile(r"not all bytes \((\d+)\s*/\s*(\d+)\) were able to be read from (0x[0-9a-fA-F]+)", re.I)
 _ADDRESS_OF = re.compile(r"&\s*([A-Za-z_][\w:]*)")
 # memory read's options that take a value (the rest are flags)
 _VALUED_OPTIONS = {"-c", "--count", "-s", "--size", "-f", "--format", "-l", "--num-per-line", "-o", "--outfile",
@@ -109,6 +111,11 @@ def _memory_override(debugger):
         unknown = _writable_shown(target, registry.for_target(target), result.GetOutput())
         if unknown is not None:
             _write(debugger.GetErrorFile(), f"error: {_unknown_memory(target, unknown)}\n")
+            return True
+        partial = _PARTIAL_READ.search(result.GetOutput() + result.GetError())
+        if partial is not None:  # LLDB would show the bytes past the known ones as zeros
+            read, start = int(partial.group(1)), int(partial.group(3), 16)
+            _write(debugger.GetErrorFile(), f"error: {_unknown_past(target, start, read)}\n")
             return True
         if address is not None:
             _write(debugger.GetOutputFile(), result.GetOutput())
@@ -183,6 +190,13 @@ def _unknown_memory(target, address):
     return (
         f"memory at {address:#x}{_place(target, address)} is not known at this position: {WHY_UNKNOWN} (the module"
         " file holds only what the program started with)"
+    )
+
+
+def _unknown_past(target, start, read):
+    return (
+        f"memory at {start + read:#x}{_place(target, start + read)} is not known at this position: {WHY_UNKNOWN} (the"
+        f" {read} bytes before it, from {start:#x}, are known: ask for {read} bytes or fewer to see them)"
     )
 
 
