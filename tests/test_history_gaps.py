@@ -12,7 +12,9 @@ from support.lldb22 import needs_lldb_22, run_lldb_22
 from support.paths import TRACES
 
 from lldb_trace import api
+from lldb_trace.decode.forest_builder import UNTRACED_START
 from lldb_trace.history import HistoryError
+from lldb_trace.history.frames import FrameMap
 
 MISSING_MODULE = TRACES / "missing-module" / "trace.json"
 OVERFLOW = TRACES / "overflow" / "trace.json"
@@ -128,3 +130,20 @@ def test_a_history_that_is_one_gap_has_nowhere_else_to_stand(tmp_path):
         assert movement.message.startswith("stopped at a gap in the trace")
     with pytest.raises(HistoryError, match="is a gap in the trace"):
         history.goto(0)
+
+
+class _EndingForest:
+    """A tree whose first frame (row 0) returned at the trace's last instruction: its untraced caller (row 1) is
+    named by where the return went, which the trace does not hold (entry 0)."""
+
+    parent, entry, flags = [1, -1], [0x401000, 0], [0, UNTRACED_START]
+
+    def call_item(self, row):
+        return -1 if row == 0 else None
+
+
+def test_a_caller_whose_return_ends_the_trace_has_no_known_place():
+    """Its frame was given pc 0, and LLDB's unwinding looked up address -1 (an internal error in the stop reason,
+    seen after a gap inside a signal handler)."""
+    frames = FrameMap(None, None, _EndingForest()).frames_from(0, 0x401234)
+    assert [(frame.pc, frame.resumes_at) for frame in frames] == [(0x401234, 0x401234), (None, None)]

@@ -352,28 +352,40 @@ def test_vdso_clock_reads_run_untraced_instead_of_retrying_forever(tmp_path, mon
         assert values.registers_at(position)["rsp"] in (None, after) and after is not None
 
 
-def test_a_handler_run_unseen_to_the_next_stop_is_a_gap_and_the_saved_trace_loads(tmp_path, monkeypatch):
+@pytest.mark.parametrize("known", [True, False], ids=["handler-recorded", "handler-unseen"])
+def test_continue_past_a_signal_stop_records_its_handler_and_the_saved_trace_loads(known, tmp_path, monkeypatch):
     """fault_after_return.c: LLDB stops at the SIGSEGV; ``continue`` delivers it, and the handler runs to abort()'s
-    SIGABRT, where LLDB stops again, inside a run the recorder never saw end.  The trace shows a gap there and ends
-    where the thread stands, so ``trace save`` writes a core that matches it.  (The thread's new pc was taken for
-    the handler's first instruction: the trace ended at the faulting store, and the saved bundle was refused.)"""
+    SIGABRT, where LLDB stops again.  The first step enters the handler, so it is recorded from its second
+    instruction (a run went through it unseen, and the trace showed a gap for all of it).  Where the recorder
+    cannot tell that a handler takes the signal (``known`` False), the run ends off its way: a gap, and the trace
+    ends where the thread stands, so ``trace save`` writes a core that matches it (the thread's new pc was once
+    taken for the handler's first instruction, and the saved bundle was refused)."""
+    if not known:
+        monkeypatch.setattr(RecordingPlan, "_delivers_to_handler", lambda self: False)
     binary = launchable(tmp_path, monkeypatch, "fault_after_return.c", "-O0")
     session = Session(tmp_path)
     try:
         session.launch(binary, "-n main")
         session.ok("pt start --backend software")
-        thread = session.target.GetProcess().GetSelectedThread()
+        target = session.target
+        thread = target.GetProcess().GetSelectedThread()
         stops = []
         for _ in range(2):
             session.handle("continue")
             stops.append(thread.GetStopDescription(100))
         stopped_at = thread.GetFrameAtIndex(0).GetPC()
+        handler = target.FindFunctions("on_fault")[0].GetSymbol().GetStartAddress()
+        second = target.ReadInstructions(handler, 2)[1].GetAddress().GetLoadAddress(target)
         session.ok(f"trace save {tmp_path / 'saved'}")
-        session.target.GetProcess().Kill()
+        target.GetProcess().Kill()
     finally:
         session.close()
     assert "SIGSEGV" in stops[0] and "SIGABRT" in stops[1]
     saved = pt.open_bundle(tmp_path / "saved" / "trace.json").threads[0]  # refused if the core did not match
     assert saved.stop.pc == stopped_at
-    last = [item.gap or item.address for item in saved.cursor().items()][:2]
-    assert isinstance(last[0], Gap) and isinstance(last[1], int)  # the ret into the store, then the unseen handler
+    items = [item.gap or item.address for item in saved.cursor().items()]
+    gaps = [item for item in items if isinstance(item, Gap)]
+    if known:
+        assert not gaps and second in items  # the handler, from its second instruction on
+    else:
+        assert isinstance(items[0], Gap) and isinstance(items[1], int)  # the ret into the store, then the gap

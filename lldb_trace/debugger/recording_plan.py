@@ -71,7 +71,8 @@ class RecordingPlan:
         self.backend, self.rule = self.session.backend, self.session.rule
         self.backend.catch_up(self.tid)  # the last command's run, if a signal ended it unseen
         self.silent_signals = silent_signals(self.thread.GetProcess())
-        self.may_run = self._no_silent_handlers()  # or every instruction is single-stepped
+        self.delivers = self._delivers_to_handler()  # the first step enters a handler, and is single-stepped
+        self.may_run = self._no_silent_handlers() and not self.delivers  # or every instruction is single-stepped
         self.predicts = self.target.GetNumWatchpoints() == 0
         self.returning_to = None  # (return address, callee's CFA) while next/step run a call out
         self.watched = self.rule.watched  # and the return address then: where runs must stop
@@ -87,6 +88,17 @@ class RecordingPlan:
     def _no_silent_handlers(self):
         caught = caught_signals(self.thread.GetProcess().GetProcessID())  # None: not a local process
         return caught is not None and not (caught & self.silent_signals)
+
+    def _delivers_to_handler(self):
+        """Whether resuming delivers the signal the thread stopped for (LLDB passes it) to a handler: a run from
+        here would go through the handler unseen and be refused where it ends (a gap), where a single step enters
+        the handler as signals passed unseen do (ThreadRecorder.stepped)."""
+        if self.thread.GetStopReason() != lldb.eStopReasonSignal:
+            return False
+        signo = self.thread.GetStopReasonDataAtIndex(0)
+        caught = caught_signals(self.thread.GetProcess().GetProcessID())
+        passed = 0 < signo < 64 and not self.thread.GetProcess().GetUnixSignals().GetShouldSuppress(signo)
+        return passed and caught is not None and bool(caught & 1 << (signo - 1))
 
     def explains_stop(self, _event):
         reason = self.thread.GetStopReason()
@@ -106,6 +118,9 @@ class RecordingPlan:
             if was_system_call:
                 self.mappings = None  # mmap, munmap, mprotect...
                 self.may_run = self.may_run and self._no_silent_handlers()  # sigaction may have installed one
+            if self.delivers:  # the step that entered the handler is recorded: runs may go on from here
+                self.delivers = False
+                self.may_run = self._no_silent_handlers()
         elif self.arrivals_left > 1 and pc == run.end:  # only predictions pass their end more than once
             self.arrivals_left -= 1  # a loop passes the end before the stretch is over
             self._run_to(pc)

@@ -123,6 +123,8 @@ class FrameMap:
             return resume, resume
         if call_item < 0:  # called before the trace began: its untraced caller is named by where it returned
             returned_to = int(forest.entry[int(forest.parent[row])])
+            if not returned_to:  # the trace ends at that return: where it went is not in it
+                return None, None
             return self.call_before(returned_to), returned_to
         call = self.address(call_item)
         if not isinstance(call, int):  # the call was lost in a gap: where the caller resumes is unknown
