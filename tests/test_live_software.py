@@ -110,8 +110,11 @@ def test_the_start_state_leaves_no_file_behind_and_a_failure_to_write_it_starts_
         session.ok("pt stop")
         session.ok("pt goto 0")
         assert "rsp = 0x" in session.ok("register read rsp")  # known from the start state
-        session.ok(f"trace save {tmp_path / 'saved'}")
+        session.ok(f"trace save {tmp_path / 'saved'}")  # from the history view: the live process is saved
         assert (tmp_path / "saved" / "cores" / "start.core").read_bytes().startswith(b"\x7fELF")
+        pid = session.target.GetProcess().GetProcessID()
+        saved = json.loads((tmp_path / "saved" / "trace.json").read_text())["processes"][0]
+        assert saved["coreFile"] == f"cores/{pid}.core" and saved["threads"][0]["registerStates"]
         assert list(temporary.iterdir()) == []
         session.target.GetProcess().Kill()
     finally:

@@ -7,6 +7,7 @@ import lldb
 
 from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
 from ..debugger.core_snapshot import core_name, live_snapshot
+from ..debugger.histories import live_of
 from ..debugger.registry import recorder_for
 from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
@@ -91,8 +92,9 @@ class SaveCommand(TraceCommand):
             for name, address, data in process_trace.source.memory_modules()
         ]
         parser = self.get_parser()
-        recorder = recorder_for(target)  # after 'pt stop' too: the process still stands where its trace ends
-        live = recorder is not None and target.GetProcess().IsValid()
+        live_target = live_of(target) or target  # a history view saves the live process it shows
+        recorder = recorder_for(live_target)  # after 'pt stop' too: the process still stands where its trace ends
+        live = recorder is not None and live_target.GetProcess().IsValid()
         keeps_states = parser.format != "perf" and not parser.was_set("no-core")
         extra = kept_states(process) if keeps_states else {}  # the known states the trace has
         if live and keeps_states:
@@ -108,7 +110,7 @@ class SaveCommand(TraceCommand):
             )
             for tid in process_trace.tids
         )
-        stopped = live and target.GetProcess().GetState() == lldb.eStateStopped  # an exited one has no state
+        stopped = live and live_target.GetProcess().GetState() == lldb.eStateStopped  # an exited one has no state
         core = core_name(process.pid) if (stopped and keeps_states) or END_CORE in extra else None
         saved = SaveProcess(
             process.pid, process.triple, threads, tuple(modules), process.untraced_children, core_file=core,
@@ -124,7 +126,7 @@ class SaveCommand(TraceCommand):
         if END_CORE in extra:
             extra[core] = extra.pop(END_CORE)
         elif core is not None:  # written into the bundle's staging folder with the rest: all of it appears, or none
-            snapshot = live_snapshot(target.GetProcess())
+            snapshot = live_snapshot(live_target.GetProcess())
             extra[core] = lambda place: write_core(snapshot, place)
         path = save_bundle(
             args[0],
