@@ -297,6 +297,33 @@ def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
     assert live.GetProcess().GetState() == lldb.eStateExited
 
 
+def test_a_live_history_view_unwinds_the_stack_as_a_loaded_trace_does(session, tmp_path, monkeypatch):
+    """The view's process read memory in LLDB's 512-byte cache lines: a line whose first bytes were known and the
+    next not hid the known return addresses after them, so ``bt`` showed frame 0 alone and no variable had a
+    frame base; a saved bundle of the same session showed them all.  The live process keeps its cache."""
+    binary = launchable(tmp_path, monkeypatch, "crash.c", "-O0")
+    session.launch(binary, "-n main")
+    session.ok("pt start --backend software")
+    session.handle("continue")  # to the null dereference in descend(0)
+    live = session.target
+    session.ok("pt goto -8")  # in descend(1), before it calls descend(0)
+    assert [name for name, _ in frames(session)][:6] == ["descend"] * 5 + ["main"]
+    assert "n = 1" in session.ok("frame variable n")
+    assert "= true" in session.ok("settings show target.process.disable-memory-cache")  # the view reads exactly
+    session.ok("pt goto end")
+    assert session.target == live and "= false" in session.ok("settings show target.process.disable-memory-cache")
+    live.GetProcess().Kill()
+
+
+@needs_lldb_22
+def test_a_live_history_view_unwinds_the_stack_in_lldb_22(tmp_path, monkeypatch):
+    binary = launchable(tmp_path, monkeypatch, "crash.c", "-O0")
+    commands = [f"file {binary}", "b main", "run", "pt start --backend software", "continue", "pt goto -8", "bt"]
+    result = run_lldb_22(tmp_path, [*commands, "frame variable n"])
+    assert "frame #5: " in result.stdout and "crash`main at crash.c:14" in result.stdout
+    assert "(int) n = 1" in result.stdout
+
+
 @needs_lldb_22
 def test_time_travel_in_debians_lldb_22(tmp_path, longjmp):
     commands = [f"trace load {longjmp}", "pt goto 100", "bt", "frame select 3", "pt reverse-finish",

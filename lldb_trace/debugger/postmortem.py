@@ -112,7 +112,6 @@ def _launch(debugger, target, key):
     debugger.SetAsync(False)
     # LLDB reads memory in whole cache lines from the line's start and keeps them between stops; a position's
     # known bytes can begin mid-line and change with the position: read exactly what is asked, every time.
-    debugger.HandleCommand("settings set target.process.disable-memory-cache true")
     try:
         error = lldb.SBError()
         process = target.Launch(launch_info, error)
@@ -120,6 +119,10 @@ def _launch(debugger, target, key):
         debugger.SetAsync(was_async)
     if error.Fail() or not process.IsValid():
         raise TargetError(f"LLDB could not create the traced process: {error.GetCString()}")
+    result = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand(
+        "settings set target.process.disable-memory-cache true", lldb.SBExecutionContext(process), result
+    )
 
 
 def _select_thread(process, process_trace):
