@@ -254,3 +254,31 @@ def test_stepping_over_a_call_stops_at_a_watched_write_inside_it(session):
     assert session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetFunctionName() == "add_mark"
     assert "Watchpoint" not in session.ok("pt reverse-next")  # nothing watched between: line 23
     assert "instruction 174 of 274" in session.ok("pt next")  # forwards, onto the store again
+
+
+def test_a_live_processs_watchpoints_stop_its_history_and_the_views_are_its_own(session, tmp_path, monkeypatch):
+    """One set of watchpoints, LLDB's own on the live process: one set live stops ``pt reverse-continue`` right after
+    the write (it went past, to the breakpoint before), and one set in the history view is the live process's
+    (it vanished with the view at the end of history)."""
+    from support.launching import launchable
+
+    binary = launchable(tmp_path, monkeypatch, "gradebook.c", "-O0")
+    session.launch(binary, "-n add_mark")
+    session.ok("pt start --backend software")
+    for _ in range(4):
+        session.handle("continue")  # add_mark's fifth call: student->count is 4
+    live = session.target
+    session.ok("watchpoint set expression -s 4 -- &student->count")
+    report = session.ok("pt reverse-continue")
+    assert "Watchpoint 1 hit:" in report and "old value: 0x00000003" in report and "new value: 0x00000004" in report
+    assert "stop reason = history: watchpoint 1, " in report and "gradebook.c:25" in report
+    session.ok("watchpoint delete 1")  # in the view: the live process's
+    assert live.GetNumWatchpoints() == 0
+    session.ok("pt reverse-stepi")
+    session.ok("watchpoint set variable student->course")  # resolved in the past frame, watched live
+    assert live.GetNumWatchpoints() == 1 and live.GetWatchpointAtIndex(0).GetWatchSize() == 8
+    session.ok("watchpoint list")
+    assert "Current watchpoints:\nWatchpoint 2: addr = 0x" in session.streams()[0]  # printed as LLDB prints it
+    session.ok("pt goto end")
+    assert session.target == live and live.GetNumWatchpoints() == 1
+    live.GetProcess().Kill()

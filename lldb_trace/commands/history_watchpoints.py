@@ -6,19 +6,25 @@ overridden there, as the routed ``trace`` commands are: ``watchpoint set
 variable`` and ``watchpoint set expression`` add a history watchpoint
 (debugger/history_watchpoints.py) that ``pt continue`` and ``pt
 reverse-continue`` stop at, and ``watchpoint list/delete/enable/disable`` show
-and manage them as LLDB shows its own.  On any other target LLDB's commands run.
+and manage them as LLDB shows its own.  In a live process's history view they
+are LLDB's own commands on the live process (what to watch resolved in the
+view's frame): one set of watchpoints, which ``continue`` honours live and the
+movements honour in the past.  On any other target LLDB's commands run.
 """
 
 import shlex
 
+import lldb
+
 from ..debugger import history_watchpoints
-from ..debugger.histories import shows_history
+from ..debugger.histories import live_of, shows_history
 from ..errors import LldbTraceError
 from .base import address_of, parse_number
 
 _KINDS = {"write": "write", "w": "write", "read": "read", "r": "read", "read_write": "read_write", "rw": "read_write",
           "modify": "modify", "m": "modify"}  # fmt: skip
 _SHORT_KIND = {"write": "w", "read": "r", "read_write": "rw", "modify": "m"}
+_delegating = []  # non-empty while LLDB's own watchpoint command runs for a history view's live process
 
 
 def install(debugger):
@@ -40,13 +46,18 @@ def _override(debugger, command, run):
 
     def override(*argv):
         target = debugger.GetSelectedTarget()
-        if not shows_history(target):
+        if _delegating or not shows_history(target):
             return False  # a live process or a core: LLDB's own watchpoints
+        args = " ".join(" ".join(argv).split(" ")[words:]).strip()
+        live = live_of(target)
         try:
-            text = run(target, " ".join(" ".join(argv).split(" ")[words:]).strip())
-            stream = debugger.GetOutputFile()
+            if live is not None:  # a live process's past: its watchpoints are LLDB's own, on the live process
+                text, failed = _on_live(debugger, live, target, command, args)
+            else:
+                text, failed = run(target, args), False
         except LldbTraceError as error:
-            text, stream = f"error: {error}", debugger.GetErrorFile()
+            text, failed = f"error: {error}", True
+        stream = debugger.GetErrorFile() if failed else debugger.GetOutputFile()
         stream.Write(f"{text}\n".encode())
         stream.Flush()
         return True
@@ -54,14 +65,48 @@ def _override(debugger, command, run):
     return override
 
 
+def _on_live(debugger, live, view, command, args):
+    """``(output, failed)`` of a watchpoint command given in a history view of the live target ``live``: LLDB's
+    own command on the live process, which the view's movements honour too; a variable or expression is
+    resolved in the view's frame (the past), then watched by its address."""
+    if command.startswith("watchpoint set"):
+        kind, size, text = _options(args, default_kind=None)
+        address, size = _resolved(view, command, text, size)
+        options = (f" -w {kind}" if kind else "") + f" -s {size}"
+        args = f"{options} -- {address:#x}"
+        command = "watchpoint set expression"
+    result = lldb.SBCommandReturnObject()
+    _delegating.append(command)  # LLDB's own command runs: the override steps aside
+    try:
+        interpreter = debugger.GetCommandInterpreter()
+        frame = live.GetProcess().GetSelectedThread().GetSelectedFrame()  # its process: LLDB needs one to watch
+        interpreter.HandleCommand(f"{command} {args}".strip(), lldb.SBExecutionContext(frame), result)
+    finally:
+        _delegating.pop()
+    text = (result.GetOutput() or "") + (result.GetError() or "")
+    return text.rstrip("\n"), not result.Succeeded()
+
+
+def _resolved(view, command, text, size):
+    """``(address, size)`` that ``watchpoint set variable|expression`` names in the view's selected frame."""
+    if command == "watchpoint set variable":
+        if not text:
+            raise WatchpointError("give a variable to watch: watchpoint set variable NAME")
+        value = _variable(view, text)
+        return value.GetLoadAddress(), size or value.GetByteSize()
+    if not text:
+        raise WatchpointError("give an address: watchpoint set expression -- ADDRESS")
+    return address_of(view, text), size or 8
+
+
 class WatchpointError(LldbTraceError):
     """A watchpoint command given wrongly."""
 
 
-def _options(text):
+def _options(text, default_kind="write"):
     """``(kind, size or None, the rest)`` from ``[-w KIND] [-s SIZE] [--] REST``."""
     words = shlex.split(text)
-    kind, size = "write", None
+    kind, size = default_kind, None
     while words and words[0].startswith("-"):
         option = words.pop(0)
         if option == "--":
@@ -83,16 +128,22 @@ def _set_variable(target, args):
     kind, size, name = _options(args)
     if not name:
         raise WatchpointError("give a variable to watch: watchpoint set variable NAME")
+    value = _variable(target, name)
+    address = value.GetLoadAddress()
+    declared = value.GetDeclaration()
+    where = f"{declared.GetFileSpec().fullpath}:{declared.GetLine()}" if declared.IsValid() else None
+    return _added(target, address, size or value.GetByteSize(), kind, name, where)
+
+
+def _variable(target, name):
+    """The SBValue of variable ``name`` in the selected frame, which is in memory."""
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
     value = frame.GetValueForVariablePath(name)
     if not value.IsValid() or value.GetError().Fail():
         raise WatchpointError(f"no variable '{name}' in the selected frame")
-    address = value.GetLoadAddress()
-    if address == 0xFFFFFFFFFFFFFFFF:
+    if value.GetLoadAddress() == 0xFFFFFFFFFFFFFFFF:
         raise WatchpointError(f"'{name}' is not in memory (a register variable): watch an address instead")
-    declared = value.GetDeclaration()
-    where = f"{declared.GetFileSpec().fullpath}:{declared.GetLine()}" if declared.IsValid() else None
-    return _added(target, address, size or value.GetByteSize(), kind, name, where)
+    return value
 
 
 def _set_expression(target, args):

@@ -33,9 +33,10 @@ class HistoryWatchpoint:
 
 _lists: dict = {}  # target id -> [HistoryWatchpoint]
 _last_ids: dict = {}  # target id -> the last id given: ids are not reused after a delete, as LLDB's are not
-_stops: dict = {}  # (target id, tid, position) -> the stop's description lines
+_stops: dict = {}  # (ProcessTrace, tid, position) -> the stop's description lines (a live trace's views share them)
 _found: dict = {}  # (target id, tid) -> (the recovery, the watchpoints, stop_positions' answer) last asked
 _ACCESSES = {"read_write": ("read", "write"), "read": ("read",)}  # a watchpoint's kind -> what stops it
+_LLDB_TYPES = (("rw", "read_write"), ("r", "read"), ("w", "write"), ("m", "modify"))  # as LLDB describes them
 
 
 def watchpoints(target):
@@ -50,11 +51,37 @@ def add(target, address, size, kind, spec, declared=None):
     return watchpoint
 
 
-def stop_positions(target, trace, tid):
+def live_watchpoints(live):
+    """The enabled watchpoints LLDB holds for the live target ``live`` (SBTarget), as HistoryWatchpoints: a
+    history view of it stops at them as at its own."""
+    found = []
+    for index in range(live.GetNumWatchpoints()):
+        watchpoint = live.GetWatchpointAtIndex(index)
+        if not watchpoint.IsValid() or not watchpoint.IsEnabled():
+            continue
+        described = lldb_description(watchpoint)
+        kind = next((kind for short, kind in _LLDB_TYPES if f"type = {short}" in described), "write")
+        spec = watchpoint.GetWatchSpec() or f"0x{watchpoint.GetWatchAddress():x}"
+        found.append(
+            HistoryWatchpoint(watchpoint.GetID(), watchpoint.GetWatchAddress(), watchpoint.GetWatchSize(), kind, spec)
+        )
+    return found
+
+
+def lldb_description(watchpoint):
+    import lldb  # the LLDB-facing part: this module's other functions work without a debugger
+
+    stream = lldb.SBStream()
+    watchpoint.GetDescription(stream, lldb.eDescriptionLevelBrief)
+    return stream.GetData() or ""
+
+
+def stop_positions(target, trace, tid, live=None):
     """``(sorted positions, {position: (watchpoint, Access)})``: where the enabled watchpoints stop thread ``tid``
-    (the position after each access they watch).  Every movement asks, a step included: the answer is kept
-    while the watchpoints and the thread's recovery are the same."""
-    enabled = [w for w in watchpoints(target) if w.enabled]
+    (the position after each access they watch), those of ``live``, the live target a history view shows,
+    included.  Every movement asks, a step included: the answer is kept while the watchpoints and the thread's
+    recovery are the same."""
+    enabled = [w for w in watchpoints(target) if w.enabled] + (live_watchpoints(live) if live is not None else [])
     values = values_of(trace).thread(tid) if enabled else None
     if values is None:
         return np.zeros(0, dtype=np.int64), {}
@@ -75,7 +102,7 @@ def stop_positions(target, trace, tid):
     return found
 
 
-def note_stop(target, trace, tid, position, watchpoint, access):
+def note_stop(trace, tid, position, watchpoint, access):
     """Remember that thread ``tid`` stands at ``position`` because of ``watchpoint``; the report's lines."""
     watchpoint.hit_count += 1
     values = values_of(trace).thread(tid)
@@ -84,20 +111,20 @@ def note_stop(target, trace, tid, position, watchpoint, access):
     lines = [f"Watchpoint {watchpoint.id} hit:", f"old value: {before}", f"new value: {after}"]
     if access.kind == "read":
         lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
-    _stops[(target.GetProcess().GetUniqueID(), tid, position)] = (watchpoint.id, lines)
+    _stops[(trace, tid, position)] = (watchpoint.id, lines)
     return lines
 
 
-def forget_stops(target, tid):
+def forget_stops(trace, tid):
     """Thread ``tid`` moves: where it stood for a watchpoint is no longer where it stands."""
-    key = target.GetProcess().GetUniqueID()
-    for stop in [stop for stop in _stops if stop[0] == key and stop[1] == tid]:
+    for stop in [stop for stop in _stops if stop[0] is trace and stop[1] == tid]:
         del _stops[stop]
 
 
-def stop_at(target, tid, position):
-    """``(watchpoint id, lines)`` when thread ``tid`` stopped at ``position`` for a watchpoint, else None."""
-    return _stops.get((target.GetProcess().GetUniqueID(), tid, position))
+def stop_at(trace, tid, position):
+    """``(watchpoint id, lines)`` when thread ``tid`` of ``trace`` stopped at ``position`` for a watchpoint, else
+    None."""
+    return _stops.get((trace, tid, position))
 
 
 def _value(data, mask):

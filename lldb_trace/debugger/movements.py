@@ -34,7 +34,7 @@ def move(debugger, request):
     tid = thread.GetThreadID()
     history = histories.history_of(target, tid, trace)
     before = history.position
-    history_watchpoints.forget_stops(target, tid)
+    history_watchpoints.forget_stops(trace, tid)
     movement, watched = _perform(history, request, target, trace, tid)
     shown = history_view.show(debugger, target, tid, history.at_end)
     return _report(movement, shown, history, moved=history.position != before, watched=watched)
@@ -45,7 +45,8 @@ def _perform(history, request, target, trace, tid):
     if request.kind == "goto":
         return history.goto(_position(history, request.position)), None
     breakpoints = histories.breakpoint_locations(target, history)
-    positions, stops = history_watchpoints.stop_positions(target, trace, tid)
+    live = histories.live_of(target) or (None if histories.shows_history(target) else target)  # LLDB's watchpoints
+    positions, stops = history_watchpoints.stop_positions(target, trace, tid, live)
     if request.kind == "continue":
         movement = history.continue_(breakpoints, request.reverse, positions)
     else:
@@ -59,7 +60,7 @@ def _perform(history, request, target, trace, tid):
         movement = _first_watched(history, start, movement, positions)
     if movement.position in stops and movement.message is None:
         watchpoint, access = stops[movement.position]
-        return movement, history_watchpoints.note_stop(target, trace, tid, movement.position, watchpoint, access)
+        return movement, history_watchpoints.note_stop(trace, tid, movement.position, watchpoint, access)
     return movement, None
 
 

@@ -248,7 +248,7 @@ class TraceThread(ScriptedThread):
         except Exception as error:  # a bug: LLDB would resume a thread without a stop reason, forever
             return f"history: {history.describe()}; its frames could not be found ({type(error).__name__}: {error})"
         breakpoint = breakpoint_locations(self.target, history).get(history.pc)
-        watched = history_watchpoints.stop_at(self.target, self.tid, history.position)
+        watched = history_watchpoints.stop_at(self.trace, self.tid, history.position)
         at = f"watchpoint {watched[0]}, " if watched else f"breakpoint {breakpoint}, " if breakpoint else ""
         oldest = ""
         if shown and shown[-1][0].outermost_traced:  # numbered as bt lists them
