@@ -155,3 +155,21 @@ def test_the_stop_hook_follows_an_intel_pt_session_that_picked_up_new_threads(se
     assert list(backend.traces) == [session.target.GetProcess().GetSelectedThread().GetThreadID()]
     assert backend.reads == 3
     session.ok("pt stop")
+
+
+def test_a_process_that_exited_keeps_its_trace_and_says_how_to_move_through_it(session, tmp_path, monkeypatch):
+    """Movements said "stop it (process interrupt)", which an exited process cannot be, and 'pt stop' dropped the
+    trace at the next lookup, as if the process had run on."""
+    program = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
+    session.launch(program, "-n main")
+    session.ok("pt start --backend software")
+    session.handle("continue")
+    process = session.target.GetProcess()
+    assert process.GetState() == lldb.eStateExited
+    error = session.handle("pt goto 100").GetError()
+    assert f"process {process.GetProcessID()} has exited: its trace stays readable" in error
+    assert "'trace save PATH' it, then 'trace load PATH'" in error
+    session.ok("pt stop")
+    assert "tracing stopped" in session.ok("pt dump")
+    _out, err = routed(session, f"trace save {tmp_path / 'saved'}")
+    assert not err and (tmp_path / "saved" / "trace.json").exists()

@@ -67,6 +67,11 @@ def selected_thread(debugger):
     target = debugger.GetSelectedTarget()
     trace_of(target)
     process = target.GetProcess()
+    if process.IsValid() and process.GetState() == lldb.eStateExited:
+        raise NotTracedError(
+            f"process {process.GetProcessID()} has exited: its trace stays readable ('trace dump'); 'trace save PATH'"
+            " it, then 'trace load PATH' to move through its history"
+        )
     if not process.IsValid() or process.GetState() != lldb.eStateStopped:
         raise NotTracedError("the process is not stopped: stop it (process interrupt) before moving in its history")
     thread = process.GetSelectedThread()

@@ -156,9 +156,12 @@ def _ran_on(process, stop_id):
     a lookup-time check, rather than a stop hook, also catches a process killed or detached meanwhile.
     """
     pid = process.GetProcessID()
+    exited = process.GetState() == lldb.eStateExited  # it cannot run on: its trace stays until it is launched again
 
     def expired():
         if process.IsValid() and process.is_alive and process.GetStopID() == stop_id:
+            return None
+        if exited and process.IsValid() and process.GetState() == lldb.eStateExited:
             return None
         return (
             f"process {pid} ran on untraced after 'pt stop', so its trace was dropped"
