@@ -232,6 +232,9 @@ def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path
         assert addresses == list(live_session.backend.recorders[tid].truth.addresses) and len(addresses) > 1000
         last = target.ReadInstructions(lldb.SBAddress(addresses[-1], target), 1)[0]
         assert addresses[-1] + last.GetByteSize() == pc  # the load before the faulting one ran; that one did not
-        target.GetProcess().Kill()
+        session.handle("continue")  # the signal kills the process as it resumes: nothing more ran
+        assert target.GetProcess().GetState() == lldb.eStateExited and target.GetProcess().GetExitStatus() == 11
+        after = list(live_session.trace.cursor(tid, forwards=True).items())
+        assert [item.address for item in after] == addresses  # no gap, and the last load stays (both went)
     finally:
         session.close()

@@ -212,8 +212,10 @@ def start_software(target, tids, buffer_kb, tsc, psb_period):
     process = target.GetProcess()
 
     def pc(tid):
+        """Where thread ``tid`` stands; None once it is gone (the process died: LLDB gives an invalid address)."""
         thread = process.GetThreadByID(tid)
-        return thread.GetFrameAtIndex(0).GetPC() if thread.IsValid() else None
+        found = thread.GetFrameAtIndex(0).GetPC() if thread.IsValid() and process.is_alive else None
+        return None if found == lldb.LLDB_INVALID_ADDRESS else found
 
     backend = SoftwareBackend(
         process.GetProcessID(),

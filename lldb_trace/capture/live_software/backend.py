@@ -134,11 +134,15 @@ class SoftwareBackend:
         return self.states.arrays(tid)
 
     def catch_up(self, tid):
-        """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts)."""
+        """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts); a
+        thread that is gone (killed by a signal as it resumed) ran none of it that anyone saw: its trace ends where
+        it last stood."""
         if tid in self.pending:
             pc = self.pc(tid)
             if pc is not None:
                 self.arrived(tid, pc)
+            else:
+                self.pending.pop(tid)
 
     def trace_bytes(self, tid):
         if tid not in self.recorders:
