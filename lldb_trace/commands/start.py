@@ -72,6 +72,12 @@ class StartCommand(TidOptionCommand):
         tids = _tids(process, self.tids, parser.was_set("all"))
         buffer_kb = _buffer_kb(parser.buffer_kb)
         chosen, why_not = _choose_backend(backend)
+        if chosen == "software" and parser.was_set("all"):
+            raise LldbTraceError(
+                "--all traces every thread, later ones too, which only --backend intel-pt does"
+                + (f" ({why_not})" if why_not else "")
+                + ": the software recorder follows the one thread it steps; drop --all (-t TID picks that thread)"
+            )
         start_core = live_values.save_start_state(process) if not buffer_kb else None
         if chosen == "intel-pt":
             session = live_session.start_intel_pt(
