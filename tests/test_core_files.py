@@ -265,3 +265,21 @@ def test_lldb_22_loads_a_bundle_with_the_keys_with_and_without_the_plugin(cases,
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert native.returncode == 0 and f"tid = {cases.pid}" in native.stdout, native.stderr
+
+
+def test_a_core_after_a_final_system_call_stands_where_it_returns(tmp_path):
+    """A trace that ends with the exit system call: the core stands after it (lldb-trace record's end core), or
+    before it.  Any other place was accepted (a far transfer may go anywhere), so the start core passed for the
+    end one, and the values in the past came out wrong."""
+    from support.core_cases import record
+    from support.paths import SOURCES
+    from support.stepped_truth import build_program
+
+    program = tmp_path / "recursion"
+    build_program(SOURCES / "recursion.c", ["-O0"], program)
+    record(program, tmp_path / "exits")
+    bundle = tmp_path / "exits" / "trace.json"
+    assert api.open_bundle(bundle).threads[0].registers_at(0) is not None  # the recorder's own cores match
+    start_core = tmp_path / "exits" / "cores" / "start.core"
+    text = one_line_error(CoreMismatchError, lambda: api.open_bundle(bundle, core=start_core))
+    assert "stands at " in text and "the core was taken elsewhere" in text

@@ -4,6 +4,7 @@ core alone never disagrees with them (the exact reference the issue asks for).""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,7 +17,8 @@ from lldb_trace import api
 from lldb_trace.values.machine_state import GENERAL, TRACKED
 from lldb_trace.values.process_values import ValuesError
 from lldb_trace.values.recovery import ThreadValues
-from lldb_trace.values.register_states import register_states_bytes
+from lldb_trace.values.register_states import RegisterStatesError, register_states_bytes
+from lldb_trace.values.syscall_file import SyscallResultsError
 
 STEPS = 20_000
 # Both runs get this environment (pytest's own variables change from test to test) and ASLR off: their stacks are
@@ -113,9 +115,34 @@ def test_a_damaged_register_states_file_is_one_line_naming_it(recorded, tmp_path
     subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
     (states,) = (copy / "registers").iterdir()
     states.write_bytes(states.read_bytes()[:100])
-    thread = api.open_bundle(copy / "trace.json").threads[0]
-    with pytest.raises(ValuesError, match=f"cannot read the register states {states}"):
-        thread.registers_at(0)
+    with pytest.raises(RegisterStatesError, match=f"{states} is not a register states file"):  # at load, not later
+        api.open_bundle(copy / "trace.json")
+    states.write_bytes((copy / "trace.json").read_bytes())  # another kind of file: no advice to unpickle it
+    with pytest.raises(RegisterStatesError, match="record again, or remove the thread's registerStates"):
+        api.open_bundle(copy / "trace.json")
+
+
+@pytest.mark.parametrize(
+    ("entries", "problem"),
+    [
+        ('[{"instruction": "x", "registers": 5}]', "entry 0 has no instruction count"),
+        ('[{"instruction": 3, "registers": {"rax": 1}, "memory": [[16, "zz"]]}]', "memory is not [address, hex"),
+        ('[{"instruction": 3, "registers": {"nope": 1}}]', "registers are not register names with values"),
+        ("{}", "it is not a list of entries"),
+        ("[", "cannot read the system calls' results"),
+    ],
+    ids=["count", "hex", "register", "object", "json"],
+)
+def test_a_damaged_system_call_results_file_is_refused_at_load_naming_it(recorded, tmp_path, entries, problem):
+    """Such a file made an internal error of the first command that asked for a value (or was taken silently)."""
+    _, bundle = recorded
+    copy = tmp_path / "b"
+    subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
+    (results,) = (copy / "syscalls").iterdir()
+    results.write_text(entries)
+    with pytest.raises(SyscallResultsError, match=re.escape(problem)) as raised:
+        api.open_bundle(copy / "trace.json")
+    assert str(results) in str(raised.value) and "\n" not in str(raised.value)
 
 
 def test_register_states_of_another_recording_are_refused(recorded, tmp_path):

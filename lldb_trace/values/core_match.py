@@ -32,6 +32,8 @@ from ..errors import LldbTraceError
 from ..process_trace import ProcessTrace
 from ..x86.instructions import Transfer
 from .core_file import open_core
+from .register_states import read_register_states
+from .syscall_file import read_syscall_results
 
 LAST = "last"  # the core holds the state at the trace's last instruction, before it ran
 END = "end"  # the core holds the state after the trace's last item: where the thread stood
@@ -100,12 +102,12 @@ def check_core(core, process_trace):
     positions = {}
     for tid in process_trace.tids:
         stop = process_trace.thread_stop(tid)
-        if stop is not None and stop.exited:
-            continue
+        core_thread = core.thread(tid)
+        if stop is not None and stop.exited and core_thread is None:
+            continue  # it ended before the core was taken
         end = thread_end(process_trace, tid)
         if end is None:
             continue  # no trace of its own: nothing says where it stood
-        core_thread = core.thread(tid)
         if core_thread is None:
             tids = ", ".join(str(thread.tid) for thread in core.threads)
             raise CoreMismatchError(
@@ -114,6 +116,8 @@ def check_core(core, process_trace):
             )
         pc = core_thread.registers["rip"]
         position = core_position(pc, end, process_trace.expander.classifier)
+        if position == END and not _may_stand_after(process_trace, end, pc, core_thread.registers):
+            position = None
         if position is None:
             raise CoreMismatchError(
                 f"{core.path}: thread {tid} stands at {pc:#x} in the core, but its trace ends {_where(end)}: "
@@ -121,6 +125,21 @@ def check_core(core, process_trace):
             )
         positions[tid] = position
     return positions
+
+
+_SYSTEM_CALL = b"\x0f\x05"
+_RT_SIGRETURN = 15
+
+
+def _may_stand_after(process_trace, end, pc, registers):
+    """Whether a thread whose trace ends with a system call (an exit, most often) may stand at ``pc`` after it:
+    where the instruction returns to, unless the call was rt_sigreturn, which returns anywhere (the core's
+    orig_rax names the call).  Any other far transfer, or an indirect branch, may go anywhere."""
+    if end.stands is not None or end.last is None:
+        return True
+    if process_trace.module_bytes.read_unchanging(end.last, 2) != _SYSTEM_CALL:
+        return True
+    return pc == end.last + len(_SYSTEM_CALL) or registers.get("orig_rax") == _RT_SIGRETURN
 
 
 def _where(end):
@@ -133,10 +152,12 @@ def _where(end):
 
 
 def with_checked_cores(bundle, core_path=None):
-    """``bundle`` with each process's core file checked and its threads' core positions set (Thread.core_position).
+    """``bundle`` with each process's core file checked and its threads' core positions set (Thread.core_position);
+    the threads' register states and system calls' results are read, to refuse a bad one now.
 
     ``core_path`` (``trace load --core``) is the core of the process whose pid it has, or of the only process.
-    Raises CoreMismatchError or core_file.CoreFileError; the bundle is left as it was.
+    Raises CoreMismatchError, core_file.CoreFileError, RegisterStatesError or SyscallResultsError; the bundle is
+    left as it was.
     """
     processes = list(bundle.processes)
     if core_path is not None:
@@ -150,6 +171,11 @@ def with_checked_cores(bundle, core_path=None):
             )
         processes[k] = replace(processes[k], core_file=core.path)
     for k, process in enumerate(processes):
+        for thread in process.threads:  # the other known states, read now: a bad one is refused at load
+            if thread.register_states is not None:
+                read_register_states(thread.register_states)
+            if thread.syscall_results is not None:
+                read_syscall_results(thread.syscall_results)
         if process.start_core_file is not None:
             _check_start_core(open_core(process.start_core_file), process)
         if process.core_file is None:

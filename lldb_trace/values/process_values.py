@@ -13,7 +13,6 @@ instructions themselves determine (constants, the pc).
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,6 +26,7 @@ from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
 from .register_states import RegisterStatesError, read_register_states
+from .syscall_file import SyscallResultsError, read_syscall_results
 
 if TYPE_CHECKING:
     from ..process_trace import ProcessTrace
@@ -164,21 +164,15 @@ class ProcessValues:
         if path is None:
             return {}
         try:
-            entries = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ValuesError(f"cannot read the system calls' results {path}: {error}") from None
+            entries = read_syscall_results(path)
+        except SyscallResultsError as error:
+            raise ValuesError(str(error)) from None
         found = {}
-        for entry in entries:
-            position = counted.position(entry["instruction"])
+        for instruction, kind, registers, memory, unknown_memory in entries:
+            position = counted.position(instruction)
             if position is not None and position < counted.count:  # at an instruction, not after the last
-                if "signalFrame" in entry:  # what the kernel wrote before a handler's first instruction
-                    frame = [(address, bytes.fromhex(data)) for address, data in entry["signalFrame"]]
-                    found[position] = SyscallResult({}, frame, False, before=True)
-                    continue
-                memory = [(address, bytes.fromhex(data)) for address, data in entry.get("memory", ())]
-                found[position] = SyscallResult(
-                    entry.get("registers", {}), memory, bool(entry.get("unknownMemory", True))
-                )
+                before = kind == "signal frame"  # what the kernel wrote before a handler's first instruction
+                found[position] = SyscallResult(registers, memory, unknown_memory, before=before)
         return found
 
     def _register_states(self, tid: int, counted: _InstructionPositions) -> tuple | None:

@@ -42,8 +42,13 @@ def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str,
         with np.load(path, allow_pickle=False) as arrays:
             instructions, rows, names = arrays["instruction"], arrays["registers"], arrays["names"]
             instructions, rows, names = np.array(instructions), np.array(rows), tuple(str(n) for n in names)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        raise RegisterStatesError(f"cannot read the register states {path}: {error}") from None
+    except OSError as error:
+        raise RegisterStatesError(f"cannot read the register states {path}: {error.strerror}") from None
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        raise RegisterStatesError(
+            f"{path} is not a register states file (a .npz of uint64 arrays 'instruction' and 'registers', and "
+            "'names'); record again, or remove the thread's registerStates"
+        ) from None
     problem = None
     if instructions.dtype != np.uint64 or rows.dtype != np.uint64 or instructions.ndim != 1:
         problem = "its arrays are not uint64 ones of the expected shapes"
