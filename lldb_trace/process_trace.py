@@ -82,6 +82,9 @@ class ProcessTrace:
         self._tails: dict[int, TraceTail] = {}
         self._forests: dict[int, CallForest] = {}
         self._generations: dict[int, int] = {}
+        # what the layers above keep per trace (its threads' histories, its values), living as long as it does:
+        # a cache keyed by the trace elsewhere, holding the trace in its values, would keep every trace forever
+        self.kept: dict[str, object] = {}
 
     @property
     def pid(self) -> int:

@@ -4,6 +4,8 @@ Checked in the pip LLDB in-process and in Debian's lldb-22 as a user runs it, an
 ``lldb-trace record --format perf`` writes a perf.data the plugin and Linux perf read.
 """
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -138,3 +140,29 @@ def test_the_recorder_writes_a_perf_data(tmp_path):
     assert found == expected
     if shutil.which("perf"):
         assert list(cases.perf_script(path).values()) == [expected]
+
+
+def _open_descriptors(path):
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            found += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    return found
+
+
+def test_a_deleted_target_lets_go_of_its_trace_and_its_file(tmp_path, threads_perf):
+    """Each load kept its perf.data open for good (a trace's values and histories, kept by the trace, held it): a
+    long session ran out of descriptors after about a thousand loads, and LLDB crashed."""
+    from lldb_trace.debugger import registry
+
+    session = Session(tmp_path)
+    try:
+        for _ in range(3):
+            session.ok(f"pt load {threads_perf}")
+            session.ok("pt goto 10")  # a history, and its values, kept for the trace
+            session.ok("target delete --all")
+        session.ok(f"pt load {threads_perf}")
+        assert _open_descriptors(os.path.realpath(threads_perf)) == 1
+        assert sum(r.target.IsValid() for r in registry._registrations.values()) == len(registry._registrations)
+    finally:
+        session.close()

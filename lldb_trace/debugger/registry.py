@@ -11,6 +11,7 @@ the target (the process ran on untraced).  Why it was dropped is kept, so
 commands can say so instead of "no trace".
 """
 
+import gc
 import itertools
 from dataclasses import dataclass
 
@@ -29,8 +30,20 @@ _dropped = []  # (SBTarget, why its trace was dropped)
 _keys = itertools.count(1)
 
 
+def _forget_deleted_targets():
+    """Drop the registrations of targets LLDB deleted (``target delete``): their traces hold files open (a
+    perf.data's mapping) and memory, and a long session loads many."""
+    deleted = [key for key, registration in _registrations.items() if not registration.target.IsValid()]
+    for key in deleted:
+        remove(key)
+    _dropped[:] = [(target, why) for target, why in _dropped if target.IsValid()]
+    if deleted:
+        gc.collect()  # a trace and what the layers above keep of it refer to each other: free them now
+
+
 def add(target, process_trace, session=None):
     """Register ``process_trace`` (and its live ``session``) for ``target``, replacing any earlier one; the new key."""
+    _forget_deleted_targets()
     for key in [key for key, registration in _registrations.items() if registration.target == target]:
         remove(key)
     _dropped[:] = [(candidate, why) for candidate, why in _dropped if candidate != target]

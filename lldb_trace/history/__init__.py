@@ -11,7 +11,7 @@ trace grows).  The debugger layer shows these positions in LLDB.
 """
 
 from .frames import Frame
-from .kept_histories import for_thread, forget
+from .kept_histories import for_thread
 from .movement import NO_MORE_HISTORY, HistoryError, Movement
 from .search import Match
 from .thread_history import ThreadHistory, describe_position
@@ -25,5 +25,4 @@ __all__ = [
     "ThreadHistory",
     "describe_position",
     "for_thread",
-    "forget",
 ]

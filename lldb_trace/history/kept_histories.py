@@ -7,7 +7,6 @@ history, at its new end: the present.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,6 @@ if TYPE_CHECKING:
     from ..process_trace import ProcessTrace
     from ..symbolize import Symbolizer
 
-_histories: weakref.WeakKeyDictionary[ProcessTrace, dict[int, tuple[int, ThreadHistory]]] = weakref.WeakKeyDictionary()
-
 
 def for_thread(process_trace: ProcessTrace, tid: int, make_symbolizer: Callable[[], Symbolizer]) -> ThreadHistory:
     """The ThreadHistory of ``tid`` in ``process_trace`` (made, or made again after the trace changed).
@@ -28,14 +25,9 @@ def for_thread(process_trace: ProcessTrace, tid: int, make_symbolizer: Callable[
     ``make_symbolizer()`` gives a new history's thread its symbolizer, and is called only when one is
     made, since LLDB asks for a thread's history at every stop and a symbolizer is not free to make.
     """
-    threads = _histories.setdefault(process_trace, {})
+    threads: dict[int, tuple[int, ThreadHistory]] = process_trace.kept.setdefault("histories", {})  # type: ignore[assignment]
     generation = process_trace.source.generation(tid)
     found = threads.get(tid)
     if found is None or found[0] != generation:
         found = threads[tid] = (generation, ThreadHistory(TracedThread(process_trace, tid, make_symbolizer())))
     return found[1]
-
-
-def forget(process_trace: ProcessTrace) -> None:
-    """Drop the histories of a trace (its target went away)."""
-    _histories.pop(process_trace, None)

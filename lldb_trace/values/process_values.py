@@ -13,7 +13,6 @@ instructions themselves determine (constants, the pc).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -43,15 +42,14 @@ class ValuesError(LldbTraceError):
 # window between it and the end (about 9 s and 350 MB a million instructions), so a long trace's values are those
 # of its last quarter million instructions (about 2 s at worst).
 MOST_POSITIONS = 250_000
-_made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def values_of(process_trace: ProcessTrace) -> ProcessValues:
     """The ProcessValues of ``process_trace``, made on first use and kept as long as the trace."""
-    found = _made.get(process_trace)
+    found = process_trace.kept.get("values")
     if found is None:
-        found = _made[process_trace] = ProcessValues(process_trace)
-    return found
+        found = process_trace.kept["values"] = ProcessValues(process_trace)
+    return found  # type: ignore[return-value]
 
 
 class ProcessValues:
