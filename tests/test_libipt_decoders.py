@@ -4,6 +4,8 @@ The sample's ground truth (expected_addresses.txt) was worked out by hand from
 ``objdump -d`` of the sample binary; see test_traces/sample/make_sample.py.
 """
 
+import dataclasses
+
 import pytest
 from support.sample_trace import SAMPLE, SAMPLE_CPU
 
@@ -182,6 +184,15 @@ def test_errata_for_skylake_server():
     assert libipt.errata_names(0x229) == ["bdm70", "skd022", "skl014", "skz84"]
     assert libipt.Config(b"\0", SAMPLE_CPU).errata == 0x229
     assert libipt.Config(b"\0").errata == 0
+
+
+def test_a_model_newer_than_libipt_decodes_with_no_errata(sample_trace, sample_image, sample_expected):
+    """libipt answers pte_bad_cpu for family 6 models it does not list (Meteor Lake's 170, Raptor Lake's 183):
+    such a trace was refused ("pt_cpu_errata: unknown cpu"), as native lldb-22 refuses it."""
+    newer = dataclasses.replace(SAMPLE_CPU, model=170)
+    assert libipt.cpu_errata(newer) == 0 and libipt.Config(b"\0", newer).errata == 0
+    with libipt.InsnDecoder(libipt.Config(sample_trace, newer), sample_image) as decoder:
+        assert insn_addresses(drain(decoder)) == sample_expected
 
 
 def test_closed_objects_refuse_use(sample_trace):

@@ -4,7 +4,7 @@ import ctypes
 import mmap
 from dataclasses import dataclass
 
-from .enums import CpuVendor
+from .enums import CpuVendor, ErrorCode
 from .error import check
 from .native import lib
 from .psb import PSB
@@ -60,8 +60,16 @@ class Cpu:
 def cpu_errata(cpu):
     """The errata libipt applies for ``cpu``, as a bit mask (see ERRATA_NAMES)."""
     errata = pt_errata()
-    check(lib().pt_cpu_errata(ctypes.byref(errata), ctypes.byref(cpu.to_c())), "pt_cpu_errata")
+    _find_errata(errata, cpu.to_c())
     return errata.bits
+
+
+def _find_errata(errata, c_cpu):
+    """Fill ``errata`` for the ``pt_cpu`` ``c_cpu``; none for an Intel model newer than this libipt (it answers
+    pte_bad_cpu, and its known errata are of older models: refusing the trace would help no one)."""
+    status = lib().pt_cpu_errata(ctypes.byref(errata), ctypes.byref(c_cpu))
+    if status != -ErrorCode.BAD_CPU:
+        check(status, "pt_cpu_errata")
 
 
 def errata_names(bits):
@@ -97,7 +105,7 @@ class Config:
         c.end = begin + size
         if cpu is not None and cpu.vendor == CpuVendor.INTEL:
             c.cpu = cpu.to_c()
-            check(lib().pt_cpu_errata(ctypes.byref(c.errata), ctypes.byref(c.cpu)), "pt_cpu_errata")
+            _find_errata(c.errata, c.cpu)
         timing = cpu.timing if cpu is not None and cpu.timing is not None else Timing()
         c.mtc_freq = timing.mtc_freq
         c.nom_freq = timing.nom_freq
