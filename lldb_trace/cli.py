@@ -112,7 +112,7 @@ def _record(args):
         tsc=args.tsc or args.mtc or args.cyc,
         mtc_period=MTC_PERIOD if args.mtc or args.cyc else None,
         cycle_accurate=args.cyc,
-        psb_period=args.psb_period,
+        psb_period=_psb_period(args.psb_period, args.buffer),
         buffer_kb=args.buffer,
         overflow_at=args.overflow_at,
         overflow_lost=args.overflow_lost,
@@ -157,6 +157,20 @@ def _record(args):
         print("interrupted: the recording is partial, up to the Ctrl-C", file=sys.stderr)
 
 
+def _psb_period(period, buffer_kb):
+    """Bytes between PSBs: a circular buffer keeps a trace only from the first PSB it holds, so at least two."""
+    if buffer_kb is None:
+        return period or 4096
+    if period is None:
+        return min(4096, buffer_kb * 1024 // 4)
+    if 2 * period > buffer_kb * 1024:
+        raise LldbTraceError(
+            f"--psb-period {period} leaves --buffer {buffer_kb} KiB without a PSB to decode from (a circular trace "
+            f"starts at its first one): give at most {buffer_kb * 1024 // 2} bytes, or leave it out"
+        )
+    return period
+
+
 def _positive(text):
     value = int(text, 0)
     if value <= 0:
@@ -194,7 +208,9 @@ def _parser():
     rec.add_argument("--tsc", action="store_true", help="add timestamps (TSC packets)")
     rec.add_argument("--mtc", action="store_true", help=f"finer timestamps: TSC and MTC packets (MTCFreq {MTC_PERIOD})")
     rec.add_argument("--cyc", action="store_true", help="cycle-accurate timestamps: TSC, MTC and CYC packets")
-    rec.add_argument("--psb-period", type=_positive, default=4096, metavar="BYTES", help="bytes between PSBs")
+    rec.add_argument(
+        "--psb-period", type=_positive, metavar="BYTES", help="bytes between PSBs (4096; a quarter of --buffer if less)"
+    )
     rec.add_argument("--buffer", type=_positive, metavar="KB", help="keep only the last KB KiB (circular buffer)")
     rec.add_argument("--threads", choices=["main", "all"], default="main", help="which threads to record")
     rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")

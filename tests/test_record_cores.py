@@ -171,6 +171,20 @@ def test_a_circular_buffer_that_dropped_the_start_has_no_start_core(tmp_path):
         _known_states_stand_at_their_instructions(tmp_path / folder)
 
 
+def test_a_small_circular_buffer_keeps_a_psb_to_decode_from(tmp_path):
+    """``--buffer 1`` kept 1 KiB of a trace with a PSB every 4096 bytes: the recorder said it succeeded, and the
+    bundle was refused as holding no PSB.  The period is a quarter of the buffer now, and one that leaves the
+    buffer without a PSB is refused before anything is written."""
+    binary = tmp_path / "threads"
+    subprocess.run(["gcc", "-O0", "-g", "-pthread", "-o", str(binary), str(SOURCES / "threads.c")], check=True)
+    assert record_cli(tmp_path / "small", binary, "--buffer", "1").returncode == 0
+    (thread,) = api.open_bundle(tmp_path / "small" / "trace.json").threads
+    assert thread.item_count > 100 and not thread.decoded.gaps
+    refused = record_cli(tmp_path / "refused", binary, "--buffer", "1", "--psb-period", "4096")
+    assert refused.returncode != 0 and "--psb-period 4096 leaves --buffer 1 KiB without a PSB" in refused.stderr
+    assert not (tmp_path / "refused").exists()
+
+
 def test_known_states_name_the_traces_positions_past_a_gap(tmp_path):
     """An overflow injected where a system call runs: the trace resumes with a TIP.PGE (its IP compressed against
     nothing, as after any OVF: it was compressed against the last IP, and decoding went astray), and the system
