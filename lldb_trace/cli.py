@@ -154,7 +154,7 @@ def _record(args):
     if recording.status == "crashed":
         print("the program crashed: the recording is partial, up to the crash", file=sys.stderr)
     if recording.status == "interrupted":
-        print("interrupted: the recording is partial, up to the Ctrl-C", file=sys.stderr)
+        print(f"interrupted: the recording is partial ({recording.detail})", file=sys.stderr)
 
 
 def _psb_period(period, buffer_kb):

@@ -152,7 +152,7 @@ def test_a_long_recording_shows_progress_on_a_terminal_and_ctrl_c_keeps_the_bund
         os.close(master)
     assert proc.returncode == 0
     assert shown.startswith(b"\rrecording: ") and b"\r\x1b[K" in shown  # rewritten in place, then erased
-    assert b"interrupted: the recording is partial, up to the Ctrl-C" in shown
+    assert b"interrupted: the recording is partial (stopped by the user)" in shown
     assert out.endswith(f"wrote {tmp_path / 'b' / 'trace.json'}\n")
     assert json.loads((tmp_path / "b" / "recording.json").read_text())["status"] == "interrupted"
     [(_tid, truth, _items)] = list(check_exact(tmp_path / "b" / "trace.json"))
@@ -164,12 +164,23 @@ def test_ctrl_c_replaces_an_earlier_bundle_with_the_partial_one_at_once(tmp_path
     assert record_cli(tmp_path / "b", static_program, "--from-start").returncode == 0
     result = record_cli(tmp_path / "b", endless, "--force", args=["1000"])
     assert result.returncode == 0, result.stderr
-    assert result.stderr == "interrupted: the recording is partial, up to the Ctrl-C\n"  # not a terminal: no progress
+    assert result.stderr == "interrupted: the recording is partial (stopped by the user)\n"  # no terminal: no progress
     status = json.loads((tmp_path / "b" / "recording.json").read_text())
     assert status["status"] == "interrupted" and status["program"] == str(endless)
     assert sorted(contents(tmp_path / "b")) == status["files"]
     [(_tid, truth, _items)] = list(check_exact(tmp_path / "b" / "trace.json"))
     assert len(truth.addresses) > 1000 * 4  # each round runs several instructions
+
+
+def test_sigterm_ends_a_recording_as_ctrl_c_does_and_leaves_no_temporary_files(tmp_path, endless, monkeypatch):
+    """``timeout`` sends SIGTERM: it killed the recorder, which left its start core in TMPDIR and no bundle."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    result = record_cli(tmp_path / "b", endless, args=["1000", str(int(signal.SIGTERM))])
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "interrupted: the recording is partial (stopped by SIGTERM)\n"
+    assert json.loads((tmp_path / "b" / "recording.json").read_text())["status"] == "interrupted"
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 class FakeStream(io.StringIO):

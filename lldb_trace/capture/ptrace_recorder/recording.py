@@ -146,9 +146,9 @@ class _Tracee:
             if recorder is not None and not recorder.truth.ended:
                 recorder.stop(reason)
 
-    def interrupt(self, _signum, _frame):
-        """SIGINT: the run ends before the next stop is handled (a step is never cut in half)."""
-        self.interrupted = True
+    def interrupt(self, signum, _frame):
+        """SIGINT (SIGTERM, SIGHUP): the run ends before the next stop is handled (a step is never cut in half)."""
+        self.interrupted = "the user" if signum == signal.SIGINT else signal.Signals(signum).name
         if self.waiting:
             raise _WaitInterruptedError
 
@@ -193,7 +193,7 @@ class _Tracee:
             if self._stopped(tid, status):
                 break
         if self.interrupted:
-            self.status, self.detail = "interrupted", "stopped by the user"
+            self.status, self.detail = "interrupted", f"stopped by {self.interrupted}"
             self._end_core()
             self._end_all("interrupted")
 
@@ -342,15 +342,20 @@ class _Tracee:
 
 @contextlib.contextmanager
 def _ctrl_c_ends(tracee):
-    """Ctrl-C ends the run cleanly instead of raising KeyboardInterrupt at a random point."""
+    """Ctrl-C ends the run cleanly instead of raising KeyboardInterrupt at a random point; so do SIGTERM and SIGHUP
+    (``timeout``, a closed terminal), which killed the recorder and left its temporary cores behind."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread gets signals
         return
-    previous = signal.signal(signal.SIGINT, tracee.interrupt)
+    previous = {number: signal.signal(number, tracee.interrupt) for number in _ENDING_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+_ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def record(program, args=(), options=None, progress=None):
