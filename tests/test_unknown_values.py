@@ -146,3 +146,33 @@ def test_a_read_partly_known_names_the_first_unknown_byte(tmp_path):
 def test_a_read_partly_known_names_the_first_unknown_byte_in_lldb_22(tmp_path):
     result = run_lldb_22(tmp_path, [f"trace load {end_core_only(tmp_path)}", *PARTIAL])
     check_partial(result.stdout, result.stderr)
+
+
+UNLOCATED = ["pt goto 100", "frame variable", "p mark", "p 1+1"]
+
+
+def check_unlocated(out, err):
+    """Without a known state no frame base is known: LLDB's "<No frame base available for this historical stack
+    frame.>" (and lldb-22's empty line after it) read as the value not being known."""
+    assert "(student *) student = <not known at this position>\n(int) mark = <not known at this position>\n" in out
+    assert "error: mark is not known at this position" in err and "(int) 2" in out
+    assert "frame base" not in out + err and "materialize" not in err
+
+
+def test_a_variable_without_a_frame_base_reads_as_unknown(tmp_path):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in [f"trace load {without_cores(tmp_path)}", *UNLOCATED]]
+        out, err = session.streams()
+    finally:
+        session.close()
+    check_unlocated(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
+
+
+@needs_lldb_22
+def test_a_variable_without_a_frame_base_reads_as_unknown_in_lldb_22(tmp_path):
+    result = run_lldb_22(tmp_path, [f"trace load {without_cores(tmp_path)}", *UNLOCATED])
+    check_unlocated(result.stdout, result.stderr)

@@ -36,8 +36,15 @@ EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print
 VARIABLES = ("frame variable", "target variable")
 _UNKNOWN_REGISTER = re.compile(r"undeclared identifier '\$(\w+)'")
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
+_UNLOCATED = re.compile(r"No frame base available for this historical stack frame|unable to convert register kind")
 _UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's result (a struct's field) back
-_UNREAD_VALUE = re.compile(r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>")
+# how LLDB shows a value it could not read at a past position: memory, the frame base, a register it cannot name
+# (LLDB 22 adds an empty line after the last two)
+_UNREAD_VALUE = re.compile(
+    r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>"
+    r"|<No frame base available for this historical stack frame\.>(\n(?=\n))?"
+    r"|<unable to convert register kind=\d+ reg_num=\d+ to a native register number>(\n(?=\n))?"
+)
 UNKNOWN_VALUE = "<not known at this position>"
 WHY_UNKNOWN = (
     "a trace records which instructions ran, not the data they used, and the known states (a core file where the"
@@ -81,7 +88,8 @@ def _override(debugger, evaluates):
             _write(debugger.GetErrorFile(), f"error: ${register.group(1)} is not known at this position\n")
             return True
         found = _FAILED_READ.search(error)
-        if not evaluates or (found is None and _UNREAD_RESULT not in error):
+        unlocated = _UNLOCATED.search(error)  # a variable whose place (its frame base, its register) is not known
+        if not evaluates or (found is None and unlocated is None and _UNREAD_RESULT not in error):
             return False  # an error of another kind: LLDB runs its command again, for its status
         target, text = debugger.GetSelectedTarget(), _expression_text(command)
         address = _global_address(target, text) if found is not None else None
