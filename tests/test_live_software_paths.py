@@ -293,10 +293,12 @@ def test_a_program_with_a_silent_signal_handler_is_recorded_by_single_steps(tmp_
         backend = live_session.backend
         addresses = [item.address for item in live_session.trace.cursor(tid, forwards=True).items()]
         truth = list(backend.recorders[tid].truth.addresses)
+        found = session.ok("pt find --function on_alarm")  # each run, though its first instruction is unseen
         target.GetProcess().Kill()
     finally:
         session.close()
     assert handled == 5 and addresses == truth
+    assert found.count("signals`on_alarm") == handled
     assert addresses.count(second) == handled
     # Between signals the loop runs at least 40 iterations (signals.c): after the first signal, the
     # handler is installed and every instruction of the loop must have been single-stepped.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..decode.forest_builder import ASYNCHRONOUS
 from .movement import NO_MORE_HISTORY, Movement
 
 if TYPE_CHECKING:
@@ -104,8 +105,13 @@ def find_calls(history: ThreadHistory, entries: Iterable[int], limit: int | None
     """Every call of a function entered at one of ``entries``, newest first, each at the item of the function's
     first instruction (after the PLT stub it was called through: where a breakpoint on the function stops)."""
     forest = history.map.forest
-    wanted = np.array(sorted(entry for entry in entries if entry in _ADDRESSES), dtype=np.uint64)
-    rows = np.flatnonzero(np.isin(forest.entry, wanted))
+    entries = [entry for entry in entries if entry in _ADDRESSES]
+    wanted = np.array(sorted(entries), dtype=np.uint64)
+    # a signal handler the software recorder entered with the step that delivered the signal: its frame begins
+    # at the handler's second instruction
+    seconds = np.array(sorted(entry + history.map.instruction_size(entry) for entry in entries), dtype=np.uint64)
+    handlers = np.isin(forest.entry, seconds) & (np.asarray(forest.flags) & ASYNCHRONOUS != 0)
+    rows = np.flatnonzero(np.isin(forest.entry, wanted) | handlers)
     indices = forest.entered(rows)
     newest_first = np.argsort(-indices, kind="stable")[:limit]
     rows, indices = rows[newest_first], indices[newest_first]
