@@ -185,6 +185,18 @@ def test_a_small_circular_buffer_keeps_a_psb_to_decode_from(tmp_path):
     assert not (tmp_path / "refused").exists()
 
 
+def test_the_modules_mapped_where_the_recording_ends_are_in_the_bundle(tmp_path):
+    """gradebook's recorded stretch runs no libc code before it crashes, and libc was left out (the module map was
+    read again only at close, after the process was gone): a core's unwinding stopped at main."""
+    binary = tmp_path / "gradebook"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "gradebook.c")], check=True)
+    record_cli(tmp_path / "b", binary)
+    paths = [module["systemPath"] for module in _process(tmp_path / "b")["modules"]]
+    assert any("libc.so" in path for path in paths), paths
+    shown = lldb_batch(PIP_LLDB, "command script import lldb_trace", f"trace load {tmp_path / 'b'}", "bt").stdout
+    assert "__libc_start_call_main" in shown, shown
+
+
 def test_known_states_name_the_traces_positions_past_a_gap(tmp_path):
     """An overflow injected where a system call runs: the trace resumes with a TIP.PGE (its IP compressed against
     nothing, as after any OVF: it was compressed against the last IP, and decoding went astray), and the system

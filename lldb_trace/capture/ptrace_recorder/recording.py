@@ -304,6 +304,9 @@ class _Tracee:
         return self._stopped(tid, status)
 
     def _end_core(self, tid=None, sig=0):
+        """Where the recording ends: the modules mapped now (libc, though the recorded stretch never ran it, holds
+        the callers a core's unwinding finds), and the end core."""
+        self.modules.refresh()  # at close, the process is gone
         if self.cores is not None:
             self.cores.end(tid, sig, self.recorders, self._thread_gone)
 
