@@ -33,8 +33,9 @@ class HistoryWatchpoint:
 
 _lists: dict = {}  # target id -> [HistoryWatchpoint]
 _last_ids: dict = {}  # target id -> the last id given: ids are not reused after a delete, as LLDB's are not
-_stops: dict = {}  # (ProcessTrace, tid, position) -> the stop's description lines (a live trace's views share them)
-_found: dict = {}  # (target id, tid) -> (the recovery, the watchpoints, stop_positions' answer) last asked
+# kept by each trace (ProcessTrace.kept), so that they go with it: "watchpoint stops", (tid, position) -> the
+# stop's (watchpoint id, description lines), which a live trace's views share; "watchpoint answers", (target id,
+# tid) -> (the recovery, the watchpoints, stop_positions' answer) last asked
 _ACCESSES = {"read_write": ("read", "write"), "read": ("read",)}  # a watchpoint's kind -> what stops it
 _LLDB_TYPES = (("rw", "read_write"), ("r", "read"), ("w", "write"), ("m", "modify"))  # as LLDB describes them
 
@@ -86,7 +87,8 @@ def stop_positions(target, trace, tid, live=None):
     if values is None:
         return np.zeros(0, dtype=np.int64), {}
     key, watched = (target.GetProcess().GetUniqueID(), tid), tuple((w.id, w.address, w.size, w.kind) for w in enabled)
-    kept = _found.get(key)
+    answers = trace.kept.setdefault("watchpoint answers", {})
+    kept = answers.get(key)
     if kept is not None and kept[0] is values and kept[1] == watched:
         return kept[2]
     stops = {}
@@ -98,7 +100,7 @@ def stop_positions(target, trace, tid, live=None):
                 continue
             stops.setdefault(access.position + 1, (watchpoint, access))
     found = np.array(sorted(stops), dtype=np.int64), stops
-    _found[key] = (values, watched, found)
+    answers[key] = (values, watched, found)
     return found
 
 
@@ -111,20 +113,25 @@ def note_stop(trace, tid, position, watchpoint, access):
     lines = [f"Watchpoint {watchpoint.id} hit:", f"old value: {before}", f"new value: {after}"]
     if access.kind == "read":
         lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
-    _stops[(trace, tid, position)] = (watchpoint.id, lines)
+    _stops(trace)[(tid, position)] = (watchpoint.id, lines)
     return lines
 
 
 def forget_stops(trace, tid):
     """Thread ``tid`` moves: where it stood for a watchpoint is no longer where it stands."""
-    for stop in [stop for stop in _stops if stop[0] is trace and stop[1] == tid]:
-        del _stops[stop]
+    stops = _stops(trace)
+    for stop in [stop for stop in stops if stop[0] == tid]:
+        del stops[stop]
 
 
 def stop_at(trace, tid, position):
     """``(watchpoint id, lines)`` when thread ``tid`` of ``trace`` stopped at ``position`` for a watchpoint, else
     None."""
-    return _stops.get((trace, tid, position))
+    return _stops(trace).get((tid, position))
+
+
+def _stops(trace):
+    return trace.kept.setdefault("watchpoint stops", {})
 
 
 def _value(data, mask):
