@@ -6,7 +6,8 @@ Builds the program twice (lazy binding, and ``-Wl,-z,now``), single-steps
 each from main for N instructions with ptrace (tests/support/stepped_truth.py),
 runs ThreadValues from the end state (the core) and prints the share of GPR
 values (rax..r15 and rip; rflags not counted) known over the last 10,000
-instructions and over the whole run, the wrong ones (must be 0), the
+instructions and over the whole run (and, over the last 10,000, the share of
+the GPR values the instructions read: REPT's kind of measure), the wrong ones (must be 0), the
 conflicts, and the engine's time and memory.  ``--speed M`` also steps M
 instructions of the lazy build without keeping registers and times the
 engine over all of them (no ground truth: speed and memory only).  ``--why``
@@ -58,6 +59,22 @@ def score_memory(values, samples, first):
             if mask[k]:
                 known += 1
                 wrong += shown[k] != byte
+    return (known / total if total else 0.0), wrong
+
+
+def use_score(values, truth, first):
+    """``(share of the GPR values the instructions from position ``first`` on read that are known, wrong ones)``:
+    REPT's kind of measure (values in use), beside the issue's (every register at every position)."""
+    known = wrong = total = 0
+    names = {INDEX[name]: name for name in GENERAL if name != "rip"}
+    for position in range(first, len(truth.addresses)):
+        effect = values._effect(truth.addresses[position])
+        shown = values.registers_at(position)
+        for name in (names[number] for number in (effect.reads if effect else ()) if number in names):
+            total += 1
+            if shown[name] is not None:
+                known += 1
+                wrong += shown[name] != truth.registers[position][name]
     return (known / total if total else 0.0), wrong
 
 
@@ -124,6 +141,8 @@ def measure(mode, truth, with_start, explain, recorded=False):
         f"whole {whole:.1%} (wrong {whole_wrong}); {seconds:.1f} s, peak RSS +{grown:.0f} MB, "
         f"conflicts {values.conflicts}, unicorn runs {values._emulator.runs}"
     )
+    uses, uses_wrong = use_score(values, truth, max(0, count - LAST))
+    print(f"  GPR values the instructions read, last {LAST:,}: {uses:.1%} known (wrong {uses_wrong})")
     print("  sampled bytes known: " + ", ".join(
         f"{kind} {span} {share:.1%} (wrong {bad})" for (kind, span), (share, bad) in memory.items()
     ))  # fmt: skip

@@ -11,7 +11,6 @@ the target (the process ran on untraced).  Why it was dropped is kept, so
 commands can say so instead of "no trace".
 """
 
-import gc
 import itertools
 from dataclasses import dataclass
 
@@ -34,11 +33,14 @@ def _forget_deleted_targets():
     """Drop the registrations of targets LLDB deleted (``target delete``): their traces hold files open (a
     perf.data's mapping) and memory, and a long session loads many."""
     deleted = [key for key, registration in _registrations.items() if not registration.target.IsValid()]
+    traces = [_registrations[key].trace for key in deleted]
     for key in deleted:
         remove(key)
     _dropped[:] = [(target, why) for target, why in _dropped if target.IsValid()]
-    if deleted:
-        gc.collect()  # a trace and what the layers above keep of it refer to each other: free them now
+    kept = {id(registration.trace) for registration in _registrations.values()}
+    for trace in traces:  # what the layers above keep of a trace refers to it: let go now, not at a collection
+        if id(trace) not in kept:
+            trace.kept.clear()
 
 
 def add(target, process_trace, session=None):
