@@ -6,6 +6,7 @@ same stopping point (support/core_cases.py).  What the core holds is compared wi
 with the program file's own bytes.
 """
 
+import json
 import re
 import struct
 import subprocess
@@ -186,6 +187,20 @@ def test_a_core_of_another_process_build_or_moment_is_refused_naming_the_mismatc
         bundle = with_keys(cases.bundle, "mismatch.json", {"coreFile": str(core)})
         assert message in one_line_error(CoreMismatchError, lambda b=bundle: api.open_bundle(b))
         assert message in one_line_error(CoreMismatchError, lambda c=core: api.open_bundle(cases.bundle, core=c))
+
+
+def test_a_trace_that_names_no_build_says_the_file_or_the_core_is_the_other_one(cases):
+    """Without a uuid the build-id compared is the module file's own: either may be the wrong build (the message
+    blamed the core alone)."""
+    document = json.loads(cases.bundle.read_text())
+    for module in document["processes"][0]["modules"]:
+        module.pop("uuid", None)
+    document["processes"][0]["coreFile"] = str(cases.other_build_core)
+    bundle = cases.bundle.parent / "no-uuid.json"
+    bundle.write_text(json.dumps(document))
+    text = one_line_error(CoreMismatchError, lambda: api.open_bundle(bundle))
+    assert f"has build-id {OTHER_BUILD_ID[2:]} in the core, but the file is build-id " in text
+    assert "the trace names none: give the module file of the build that ran" in text
 
 
 def test_a_traced_thread_missing_from_the_core_is_refused_unless_it_exited(cases):

@@ -94,6 +94,12 @@ def check_core(core, process_trace):
     for module in process.modules:
         expected = module.build_id or (module.uuid and module.uuid.replace("-", "").lower())
         found = core.build_id_at(module.load_address)
+        if expected and found and found != expected and not module.uuid:  # the file's own: which is wrong?
+            raise CoreMismatchError(
+                f"{core.path}: {module.system_path} at {module.load_address:#x} has build-id {found} in the core, "
+                f"but the file is build-id {expected}, and the trace names none: give the module file of the build "
+                "that ran (or its uuid in the bundle), or the core of the traced run"
+            )
         if expected and found and found != expected:
             raise CoreMismatchError(
                 f"{core.path}: {module.system_path} at {module.load_address:#x} has build-id {found} in the core, "
