@@ -159,10 +159,12 @@ def _record(args):
 
 def _psb_period(period, buffer_kb):
     """Bytes between PSBs: a circular buffer keeps a trace only from the first PSB it holds, so at least two."""
+    from .capture.encoder.thread_recorder import RecorderOptions, circular_psb_period
+
     if buffer_kb is None:
-        return period or 4096
+        return period or RecorderOptions.psb_period
     if period is None:
-        return min(4096, buffer_kb * 1024 // 4)
+        return circular_psb_period(buffer_kb)
     if 2 * period > buffer_kb * 1024:
         raise LldbTraceError(
             f"--psb-period {period} leaves --buffer {buffer_kb} KiB without a PSB to decode from (a circular trace "

@@ -53,17 +53,22 @@ def check(output, errors):
     assert "0x404020: 0x" not in output  # never the file's zeros as if they were the value
 
 
-def test_in_lldb(tmp_path):
+def in_pip_lldb(tmp_path, commands):
+    """``(out, err)`` of ``commands`` in the in-process LLDB: the debugger's streams and the commands' results."""
     pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
     from support.lldb_session import Session
 
     session = Session(tmp_path)
     try:
-        results = [session.handle(command) for command in COMMANDS]
+        results = [session.handle(command) for command in commands]
         out, err = session.streams()
     finally:
         session.close()
-    check(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
+    return out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results)
+
+
+def test_in_lldb(tmp_path):
+    check(*in_pip_lldb(tmp_path, COMMANDS))
 
 
 @needs_lldb_22
@@ -129,23 +134,20 @@ def check_partial(out, err):
     assert "0x7fffffffeb20: 0x00000000004ad4e0" in out
 
 
-def test_a_read_partly_known_names_the_first_unknown_byte(tmp_path):
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
-    try:
-        results = [session.handle(command) for command in [f"trace load {end_core_only(tmp_path)}", *PARTIAL]]
-        out, err = session.streams()
-    finally:
-        session.close()
-    check_partial(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
+BOTH_LLDBS = pytest.mark.parametrize("lldb_build", ["pip", pytest.param("lldb-22", marks=needs_lldb_22)])
 
 
-@needs_lldb_22
-def test_a_read_partly_known_names_the_first_unknown_byte_in_lldb_22(tmp_path):
-    result = run_lldb_22(tmp_path, [f"trace load {end_core_only(tmp_path)}", *PARTIAL])
-    check_partial(result.stdout, result.stderr)
+def in_lldb(lldb_build, tmp_path, commands):
+    """``(out, err)`` of ``commands`` in the pip LLDB (in process) or Debian's lldb-22."""
+    if lldb_build == "pip":
+        return in_pip_lldb(tmp_path, commands)
+    result = run_lldb_22(tmp_path, commands)
+    return result.stdout, result.stderr
+
+
+@BOTH_LLDBS
+def test_a_read_partly_known_names_the_first_unknown_byte(lldb_build, tmp_path):
+    check_partial(*in_lldb(lldb_build, tmp_path, [f"trace load {end_core_only(tmp_path)}", *PARTIAL]))
 
 
 UNLOCATED = ["pt goto 100", "frame variable", "p mark", "p 1+1"]
@@ -159,20 +161,6 @@ def check_unlocated(out, err):
     assert "frame base" not in out + err and "materialize" not in err
 
 
-def test_a_variable_without_a_frame_base_reads_as_unknown(tmp_path):
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
-    try:
-        results = [session.handle(command) for command in [f"trace load {without_cores(tmp_path)}", *UNLOCATED]]
-        out, err = session.streams()
-    finally:
-        session.close()
-    check_unlocated(out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results))
-
-
-@needs_lldb_22
-def test_a_variable_without_a_frame_base_reads_as_unknown_in_lldb_22(tmp_path):
-    result = run_lldb_22(tmp_path, [f"trace load {without_cores(tmp_path)}", *UNLOCATED])
-    check_unlocated(result.stdout, result.stderr)
+@BOTH_LLDBS
+def test_a_variable_without_a_frame_base_reads_as_unknown(lldb_build, tmp_path):
+    check_unlocated(*in_lldb(lldb_build, tmp_path, [f"trace load {without_cores(tmp_path)}", *UNLOCATED]))

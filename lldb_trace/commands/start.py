@@ -79,14 +79,18 @@ class StartCommand(TidOptionCommand):
                 + ": the software recorder follows the one thread it steps; drop --all (-t TID picks that thread)"
             )
         start_core = live_values.save_start_state(process) if not buffer_kb else None
-        if chosen == "intel-pt":
-            session = live_session.start_intel_pt(
-                target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period or None, parser.was_set("all")
-            )
-            what = "Intel PT (perf_event_open)"
-        else:
-            session = live_session.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
-            what = "the software recorder" + (f" ({why_not})" if why_not else "")
+        try:
+            if chosen == "intel-pt":
+                session = live_session.start_intel_pt(
+                    target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period or None, parser.was_set("all")
+                )
+                what = "Intel PT (perf_event_open)"
+            else:
+                session = live_session.start_software(target, tids, buffer_kb, parser.was_set("tsc"), parser.psb_period)
+                what = "the software recorder" + (f" ({why_not})" if why_not else "")
+        except BaseException:
+            live_values.release_start_state(start_core)  # nothing started: no trace will read it
+            raise
         live_values.keep_known_states(session, start_core)
         threads = ", ".join(map(str, session.tids))
         result.AppendMessage(f"Tracing thread(s) {threads} of process {process.GetProcessID()} with {what}.")

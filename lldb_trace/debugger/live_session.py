@@ -15,6 +15,7 @@ from pathlib import Path
 import lldb
 
 from ..bundle.model import Bundle, Process, Thread, ThreadStop
+from ..capture.encoder.thread_recorder import circular_psb_period
 from ..capture.intel_pt.backend import IntelPtBackend
 from ..capture.live_software.backend import SoftwareBackend
 from ..capture.process_view import children_of
@@ -208,7 +209,7 @@ def start_software(target, tids, buffer_kb, tsc, psb_period):
             " --all needs --backend intel-pt"
         )
     if buffer_kb and not psb_period:
-        psb_period = min(4096, buffer_kb * 1024 // 4)  # a circular buffer must keep PSBs to decode from
+        psb_period = circular_psb_period(buffer_kb)
     process = target.GetProcess()
 
     def pc(tid):

@@ -22,7 +22,7 @@ from ..values.core_writer import dump_core
 from ..values.process_values import values_of
 from .core_snapshot import live_snapshot, live_state
 
-_held = []  # the start states' files, open (and so readable) as long as LLDB runs
+_held = {}  # path -> the start state's file, open (and so readable) as long as LLDB runs
 
 
 def save_start_state(process):
@@ -43,8 +43,16 @@ def save_start_state(process):
             f"cannot write the start state's core in {tempfile.gettempdir()}: {error.strerror}; free space there "
             "or set TMPDIR to another folder ('pt start --buffer' keeps no start state)"
         ) from None
-    _held.append(held)
-    return Path(f"/proc/self/fd/{held.fileno()}")
+    path = Path(f"/proc/self/fd/{held.fileno()}")
+    _held[path] = held
+    return path
+
+
+def release_start_state(path):
+    """Close the start state at ``path`` that no trace will use (tracing could not start): its file goes."""
+    held = _held.pop(path, None)
+    if held is not None:
+        held.close()
 
 
 def keep_known_states(session, start_core):

@@ -97,7 +97,7 @@ class RecordingPlan:
             return False
         signo = self.thread.GetStopReasonDataAtIndex(0)
         caught = caught_signals(self.thread.GetProcess().GetProcessID())
-        passed = 0 < signo < 64 and not self.thread.GetProcess().GetUnixSignals().GetShouldSuppress(signo)
+        passed = _passed(self.thread.GetProcess().GetUnixSignals(), signo)
         return passed and caught is not None and bool(caught & 1 << (signo - 1))
 
     def explains_stop(self, _event):
@@ -274,10 +274,14 @@ def silent_signals(process):
     mask = 0
     for index in range(signals.GetNumSignals()):
         signo = signals.GetSignalAtIndex(index)
-        passed = 0 < signo < 64 and not signals.GetShouldSuppress(signo)
-        if passed and not signals.GetShouldStop(signo) and not signals.GetShouldNotify(signo):
+        if _passed(signals, signo) and not signals.GetShouldStop(signo) and not signals.GetShouldNotify(signo):
             mask |= 1 << (signo - 1)
     return mask
+
+
+def _passed(signals, signo):
+    """Whether LLDB hands signal ``signo`` to the process when it resumes (``process handle``'s pass)."""
+    return 0 < signo < 64 and not signals.GetShouldSuppress(signo)
 
 
 def run_recorded(debugger, session, mode):

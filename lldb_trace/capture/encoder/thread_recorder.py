@@ -17,6 +17,12 @@ from .pt_writer import StreamWriter
 _OTHER, _DIRECT, _CONDITIONAL, _INDIRECT, _FAR = (int(f) for f in Transfer)
 
 
+def circular_psb_period(buffer_kb):
+    """Bytes between PSBs for a circular buffer of ``buffer_kb`` KiB: a quarter of it up to the usual 4096, so
+    that what it keeps holds a PSB to decode from (a circular trace starts at its first one)."""
+    return min(4096, buffer_kb * 1024 // 4)
+
+
 @dataclass
 class RecorderOptions:
     psb_period: int = 4096
