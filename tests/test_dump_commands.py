@@ -142,6 +142,20 @@ def test_function_calls_match_the_elf_symbols(session):
     assert [call["firstId"] for call in calls] == sorted(call["firstId"] for call in calls)  # execution order
 
 
+def test_a_call_the_trace_ends_at_is_named_by_where_the_thread_stands(session):
+    """recursion's trace ends with main's call of the_end, where the thread stands (frame #0): no instruction of
+    the_end ran, so the call is named by that address, not "(no instruction)"."""
+    folder = TRACES / "history" / "recursion"
+    session.ok(f"pt load {folder / 'trace.json'}")
+    entry = ElfInfo(folder / "modules/tmp/lldb-trace-history/recursion/recursion").symbols["the_end"]
+    last = session.ok("pt dump --function-calls -c 1").splitlines()[-1]
+    assert last.split() == ["[347]", "recursion`the_end", "(the", "trace", "ends", "at", "its", "entry)", f"{entry:#x}"]
+    (call,) = json.loads(session.ok("pt dump --function-calls -c 1 --json"))
+    assert (call["symbol"], call["loadAddress"]) == ("the_end", f"{entry:#x}")
+    assert (call["firstId"], call["lastId"]) == (347, 346)
+    assert session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0).GetPC() == entry
+
+
 def test_call_forest_ranges_cover_the_trace(session):
     import lldb_trace.api as api
 

@@ -49,16 +49,29 @@ def call_window(
     def locate(address: int | None) -> Location | None:
         return symbolizer.locate(address) if address is not None else None
 
+    entries = [call.address if call.address is not None else _pending_entry(thread, call) for call in calls]
     shown = [
         ShownCall(
             call,
-            locate(call.address),
+            locate(entry),
             locate(call.stub),
             timing(decoded, call, conversion) if decoded.has_timestamps else None,
+            entry,
         )
-        for call in calls
+        for call, entry in zip(calls, entries, strict=True)
     ]
     return shown[::-1] if options.newest_first else shown, next_start
+
+
+def _pending_entry(thread: TracedThread, call: Call) -> int | None:
+    """Where the thread stands, for a call made by the trace's last instruction (no instruction of the function ran
+    yet: a breakpoint at its entry); None for any other call without instructions (a gap came next)."""
+    decoded = thread.decoded_or_error()
+    if call.first < decoded.item_count or not decoded.item_count:
+        return None
+    stop = thread.stop
+    pc = stop.pc if stop is not None and stop.pc is not None else decoded.end_ip
+    return pc if pc is not None and pc != thread.cursor().item().address else None
 
 
 def listed_calls(forest: CallForest, options: DumpOptions, symbolizer: Symbolizer) -> Sequence[Call]:

@@ -89,7 +89,7 @@ class JsonWriter:
                 "depth": call.depth,
                 "module": location.module if location else None,
                 "symbol": location.function if location else None,
-                "loadAddress": f"0x{call.address:x}" if call.address is not None else None,
+                "loadAddress": f"0x{shown.entry:x}" if shown.entry is not None else None,
                 "untracedStart": call.untraced_start,
                 "stub": {"module": stub.module, "symbol": stub.symbol_text, "loadAddress": f"0x{call.stub:x}"}
                 if stub

@@ -50,17 +50,21 @@ class ShownCall:
     """One call of ``--function-calls``."""
 
     call: Call
-    location: Location | None  # of the function that ran (None: the trace has no instruction of it)
+    location: Location | None  # of the function that ran (None: nothing says which it was)
     stub: Location | None  # of the PLT stub it was called through
     timing: tuple[int, int] | tuple[()] | None  # (inclusive, exclusive) time; () when no time update falls inside
+    entry: int | None = None  # the function's entry: the call's, or where the thread stands when none ran yet
 
     @property
     def label(self) -> str:
-        """``module`function`` of the function that ran (``(no instruction)`` when the trace has none for it);
-        an IFUNC's resolver is marked: its run is ld.so choosing the function, not a call of it."""
+        """``module`function`` of the function that ran (``(no instruction)`` when nothing says which); one the
+        trace ends at the entry of is marked, and an IFUNC's resolver too: its run is ld.so choosing the function,
+        not a call of it."""
         label = self.location.function_label if self.location is not None else "(no instruction)"
         if self.location is not None and self.location.resolver:
             label += " (IFUNC resolver)"
+        if self.location is not None and self.call.address is None:
+            label += " (the trace ends at its entry)"
         return label + (" (untraced start)" if self.call.untraced_start else "")
 
     @property

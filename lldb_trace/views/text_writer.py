@@ -113,7 +113,7 @@ class TextWriter:
         unit = "ns" if dump.wall_clock else "ticks"
         lines = []
         for index_text, label, shown in rows:
-            address = f"0x{shown.call.address:x}" if shown.call.address is not None else "-"
+            address = f"0x{shown.entry:x}" if shown.entry is not None else "-"
             line = f"  {index_text:<{index_width}}  {label:<{label_width}}  {address}"
             if shown.stub_note:
                 line += f"  ({shown.stub_note})"
