@@ -60,7 +60,10 @@ def test_trace_load_gives_a_stopped_process_like_a_core_file(session, folder):
         pc = thread.GetFrameAtIndex(0).GetPC()
         if folder.name == "missing-module":  # the trace ends inside the module left out of the bundle
             assert not target.ResolveLoadAddress(pc).GetModule().IsValid()
+            warning = f"    warning: thread {thread.GetThreadID()}: its trace runs code at 0x7ffff7e14fd0, which no "
+            assert warning + "module covers (gaps in the trace): add the module mapped there, or check" in output
             continue
+        assert "warning" not in output
         assert pc == expected_end(folder, thread.GetThreadID())
         address = target.ResolveLoadAddress(pc)
         module_spec = next(
@@ -70,6 +73,20 @@ def test_trace_load_gives_a_stopped_process_like_a_core_file(session, folder):
         if module_spec == process_spec.modules[0]:  # the program keeps its full symbol table; system libraries don't
             file_address = pc - module_spec.load_address + ElfInfo(module_spec.path).first_load_vaddr
             assert address.GetSymbol().GetName() == function_at(module_spec.path, file_address)
+
+
+def test_a_module_at_a_wrong_load_address_is_named_in_a_warning(session, tmp_path):
+    """crash's program moved to 0x500000: the trace runs code at 0x401xxx, which no module covers now."""
+    folder = tmp_path / "moved"
+    shutil.copytree(TRACES / "crash", folder)
+    document = json.loads((folder / "trace.json").read_text())
+    document["processes"][0]["modules"][0]["loadAddress"] = "0x500000"
+    (folder / "trace.json").write_text(json.dumps(document))
+    output = session.ok(f"pt load {folder}")
+    (warning,) = [line.strip() for line in output.splitlines() if "warning" in line]
+    assert warning.startswith("warning: thread 5707: its trace holds no instructions: it runs code at 0x401")
+    assert warning.endswith("which no module covers (gaps in the trace): add the module mapped there, or check the "
+                            "modules' loadAddress values")  # fmt: skip
 
 
 def test_post_mortem_commands_work_on_the_crash(session):

@@ -80,9 +80,33 @@ def _warnings(target):
         cut = decoded.truncation if decoded is not None else thread.trace and find_file_cut(thread.trace)
         if cut:
             found.append(f"thread {thread.tid}: the trace is truncated: it ends inside {cut.describe()}")
-        elif decoded is not None and not decoded.instruction_count:
-            found.append(f"thread {thread.tid}: its trace holds no instructions")
+        elif decoded is not None:
+            unmapped = _unmapped(process_trace, decoded)
+            if not decoded.instruction_count:
+                found.append(f"thread {thread.tid}: its trace holds no instructions{unmapped and ': it ' + unmapped}")
+            elif unmapped:
+                found.append(f"thread {thread.tid}: its trace {unmapped}")
     return found
+
+
+def _unmapped(process_trace, decoded):
+    """Where decoding met code at an address no module covers (a wrong ``loadAddress``, a module left out)."""
+    modules = process_trace.process.modules
+    missing = next(
+        (
+            gap.missing_ip
+            for gap in decoded.gaps
+            if gap.missing_ip is not None
+            and not any(m.load_address <= gap.missing_ip < m.load_address + m.size for m in modules)
+        ),
+        None,
+    )
+    if missing is None:
+        return ""
+    return (
+        f"runs code at {missing:#x}, which no module covers (gaps in the trace): add the module mapped there, "
+        "or check the modules' loadAddress values"
+    )
 
 
 def _contents(target):
