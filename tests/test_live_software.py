@@ -241,3 +241,27 @@ def test_a_crash_is_recorded_up_to_the_faulting_instruction(predicting, tmp_path
         assert [item.address for item in after] == addresses  # no gap, and the last load stays (both went)
     finally:
         session.close()
+
+
+def test_a_breakpoint_another_thread_hits_selects_that_thread_and_continue_goes_on(tmp_path, monkeypatch):
+    """threads.c's main thread is recorded while its workers run untraced: a worker stopping at a breakpoint is
+    the thread `continue` selects (as without the recorder, not the recorded one, stopped after a step), and the
+    next `continue` runs the recorded thread again rather than refusing the untraced one selected."""
+    program = launchable(tmp_path, monkeypatch, "threads.c", "-O0", "-pthread", directory=tmp_path / "build")
+    session = Session(tmp_path)
+    try:
+        session.launch(program, "-n main")
+        session.ok("pt start --backend software")
+        traced = session.target.GetProcess().GetSelectedThread().GetThreadID()
+        session.ok("process handle SIGUSR1 --stop false --notify false")
+        session.ok("breakpoint set -n worker")
+        workers = set()
+        for _ in range(2):
+            session.handle("continue")
+            thread = session.target.GetProcess().GetSelectedThread()
+            assert thread.GetStopReason() == lldb.eStopReasonBreakpoint, session.streams()
+            assert thread.GetFrameAtIndex(0).GetFunctionName() == "worker" and thread.GetThreadID() != traced
+            workers.add(thread.GetThreadID())
+        assert len(workers) == 2
+    finally:
+        session.close()

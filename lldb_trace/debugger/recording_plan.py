@@ -288,6 +288,8 @@ def run_recorded(debugger, session, mode):
     """Run ``mode`` on the selected thread as a recorded single-step plan; returns the status text."""
     process = session.target.GetProcess()
     thread = process.GetSelectedThread()
+    if thread.GetThreadID() not in session.tids and mode == "continue":  # the process goes on: its traced thread runs
+        thread = next((traced for traced in process if traced.GetThreadID() in session.tids), thread)
     if thread.GetThreadID() not in session.tids:
         raise LiveTraceError(f"thread {thread.GetThreadID()} is not traced: select a traced thread or 'pt stop'")
     session.rule = StopRule(mode, thread)
@@ -306,8 +308,22 @@ def run_recorded(debugger, session, mode):
     note = _children_note(session.untraced_children[children:])
     if process.GetState() == lldb.eStateExited:
         return f"{note}Process {process.GetProcessID()} exited with status = {process.GetExitStatus()}\n"
+    _select_the_stopping_thread(process, thread)
     process.GetSelectedThread().GetStatus(stream)
     return note + (stream.GetData() or "")
+
+
+def _select_the_stopping_thread(process, stepped):
+    """Where the recorded thread only stopped after a step of the plan (``trace``) because another thread stopped
+    (a breakpoint, a signal), that thread is selected, as LLDB selects it after a plain ``continue``."""
+    if process.GetSelectedThread().GetThreadID() != stepped.GetThreadID():
+        return
+    if stepped.GetStopReason() not in (lldb.eStopReasonTrace, lldb.eStopReasonNone):
+        return
+    for thread in process:
+        if thread.GetStopReason() not in (lldb.eStopReasonTrace, lldb.eStopReasonNone, lldb.eStopReasonInvalid):
+            process.SetSelectedThread(thread)
+            return
 
 
 def _children_note(pids):
