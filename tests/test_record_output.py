@@ -183,6 +183,15 @@ def test_sigterm_ends_a_recording_as_ctrl_c_does_and_leaves_no_temporary_files(t
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_a_killed_recorder_leaves_no_temporary_files(tmp_path, endless, monkeypatch):
+    """SIGKILL cannot be caught: the start core, written before the program ran, is an unlinked file."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    result = record_cli(tmp_path / "b", endless, args=["1000", str(int(signal.SIGKILL))])
+    assert result.returncode == -signal.SIGKILL
+    assert list((tmp_path / "tmp").iterdir()) == [] and not (tmp_path / "b").exists()
+
+
 class FakeStream(io.StringIO):
     def __init__(self, terminal):
         super().__init__()

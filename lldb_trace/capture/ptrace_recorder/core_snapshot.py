@@ -12,7 +12,7 @@ import os
 import signal
 import tempfile
 
-from ...values.core_writer import CoreRegion, CoreSnapshot, CoreThread, CoreWriteError, write_core
+from ...values.core_writer import CoreRegion, CoreSnapshot, CoreThread, CoreWriteError, dump_core
 from ..process_view import read_maps
 from . import ptrace
 
@@ -138,12 +138,14 @@ def _ignored_signals(tid):
 
 
 class Cores:
-    """The recording's cores, ``start.core`` and ``end.core``, written into a temporary folder as they are taken
-    (the process is gone by the time the bundle is written) until the bundle takes them."""
+    """The recording's cores, ``start.core`` and ``end.core``, written as they are taken (the process is gone by
+    the time the bundle is written) into temporary files until the bundle takes them.  Each file is unlinked at
+    once and held open, named through /proc/self/fd: nothing is left behind however the recorder ends (a
+    SIGKILL included)."""
 
     def __init__(self, pid, memory, program, args):
         self.pid, self.memory, self.program, self.args = pid, memory, program, list(args)
-        self._folder = None  # a TemporaryDirectory, made with the first core
+        self._held = []  # the written cores' files, open
         self.paths = {}  # name -> path of the written core
         self.problems = []  # why a core could not be written
 
@@ -175,12 +177,23 @@ class Cores:
 
     def _write(self, name, threads):
         try:
-            if self._folder is None:
-                self._folder = tempfile.TemporaryDirectory(prefix="lldb-trace-cores-")
-            path = os.path.join(self._folder.name, name)
-            write_core(snapshot(self.pid, threads, self.memory, self.program, self.args), path)
-            self.paths[name] = path
-        except CoreWriteError as error:
-            self.problems.append(f"{name}: {error}")
+            held = tempfile.TemporaryFile(prefix=f"lldb-trace-{name}-")  # noqa: SIM115 (held open)
         except OSError as error:
-            self.problems.append(f"{name}: cannot make a temporary folder: {error.strerror}")
+            self.problems.append(f"{name}: cannot make a temporary file in {tempfile.gettempdir()}: {error.strerror}")
+            return
+        try:
+            dump_core(snapshot(self.pid, threads, self.memory, self.program, self.args), held)
+            held.flush()
+        except CoreWriteError as error:
+            held.close()
+            self.problems.append(f"{name}: {error}")
+            return
+        except OSError as error:
+            held.close()
+            self.problems.append(f"{name}: cannot write the core in {tempfile.gettempdir()}: {error.strerror}")
+            return
+        except BaseException:
+            held.close()
+            raise
+        self._held.append(held)
+        self.paths[name] = f"/proc/self/fd/{held.fileno()}"
