@@ -34,7 +34,7 @@ def server():
     assert process.wait(timeout=60) is not None
 
 
-def run_lldb(which, port, commands, bundle=RECURSION):
+def run_lldb(which, port, commands, bundle=RECURSION, timeout=300):
     """LLDB's output for each command, and the server's position after it (a monitor packet after each)."""
     binary = LLDBS[which]
     if binary is None or not shutil.which(str(binary)):
@@ -43,7 +43,7 @@ def run_lldb(which, port, commands, bundle=RECURSION):
     for command in commands:
         arguments += ["-o", f"script print('@@ {command}')", "-o", command, "-o", "process plugin packet monitor info"]
     arguments += ["-o", "quit"]
-    run = subprocess.run(arguments, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(arguments, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     pieces = run.stdout.split("\n@@ ")[1:]
     assert len(pieces) == len(commands), run.stdout[-3000:] + run.stderr[-3000:]
     answers = []
@@ -94,6 +94,16 @@ def test_reverse_continue_and_forward_steps(which, server):
     data, mask = thread.read_memory_at(forward, rsp, 8)
     assert mask == b"\xff" * 8
     assert f"{rsp:#x}: {int.from_bytes(data, 'little'):#018x}" in answers[11][0]
+
+
+@pytest.mark.parametrize("which", ["pip", "lldb-22"])
+def test_every_forward_movement_at_the_end_stops_at_the_history_boundary(which, server):
+    """LLDB's step-in and step-out took the end's history boundary for a stop of their own and resumed again,
+    forever (the server answering each resume at 100% CPU)."""
+    end = pt.open_bundle(RECURSION).threads[0].history.end
+    commands = ["thread step-in", "thread step-out", "thread step-over", "process continue", "si", "ni"]
+    for text, position in run_lldb(which, server, commands, timeout=120):
+        assert "stop reason = history boundary: the trace ends here" in text and position == end
 
 
 @pytest.mark.parametrize("which", ["pip", "lldb-22"])

@@ -29,6 +29,11 @@ SIGTRAP, SIGINT = 5, 2
 MOST_RANGE_STEPS = 10_000  # instructions one vCont;r runs before it answers (a hot loop in one line)
 WATCH_KINDS = {2: ("write",), 3: ("read",), 4: ("read", "write")}  # Z2/Z3/Z4
 WATCH_REASONS = {2: "watch", 3: "rwatch", 4: "awatch"}
+# A forward resume at the end of history, which cannot move: GDB reads ``replaylog:end``; LLDB's step-in and
+# step-out plans take that history boundary for a stop of their own and resume again without end (LLDB counts
+# it among the stops a step explains), so LLDB is also told ``reason:exception`` (a stop no plan explains),
+# which it reads after the replaylog key and shows with this description.
+_AT_THE_END = b"history boundary: the trace ends here"
 
 
 class NoSuchThreadError(LldbTraceError):
@@ -174,6 +179,8 @@ class Replay:
         reasons: list[tuple[str, str]] = []
         if movement.message == NO_MORE_HISTORY:
             reasons.append(("replaylog", "begin" if reverse else "end"))
+            if not reverse and movement.position == start:  # LLDB's reason, after GDB's replaylog (see _AT_THE_END)
+                reasons += [("reason", "exception"), ("description", _AT_THE_END.hex())]
         elif movement.position != start:
             watchpoint = self._watch_stops(tid, reverse)[1].get(history.position)
             if watchpoint is not None:
