@@ -55,3 +55,18 @@ def test_the_bug_hunt_in_gdb_finds_the_write_with_a_watchpoint():
     assert "Old value = (struct course *) 0x4a40d0 <algebra>" in second
     assert "New value = (struct course *) 0x0" in second
     assert "at position 10:" in second
+
+
+def test_reverse_movements_move_the_thread_gdb_shows():
+    """GDB without scheduler-locking sends ``Hc0`` before ``bc``/``bs``: the server moves the thread GDB selected
+    (its ``Hg``), not the first one; a thread GDB steps off its breakpoint first (``Hc<tid>``) does not take
+    that place.  threads' worker threads each run worker; thread 1 of GDB is the first of them."""
+    bundle = ROOT / "test_traces" / "threads"
+    commands = ["set pagination off", f"target remote | {SERVE} {bundle}", "thread 1", "break worker"]
+    commands += ["reverse-continue", "monitor info", "thread 2", "reverse-stepi", "monitor info"]
+    arguments = ["gdb", "-batch", "-nx", *[word for command in commands for word in ("-ex", command)]]
+    run = subprocess.run(arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, cwd=ROOT)
+    assert "Thread 1 hit Breakpoint 1, worker" in run.stdout and "received signal SIGTRAP" not in run.stdout
+    first, second = run.stdout.split("process 5674:")[1:3]
+    assert "* thread 5675 at position 119:" in first and "thread 5674 at position 12270: end of history" in first
+    assert "* thread 5676 at position 2151:" in second  # one instruction back from its end

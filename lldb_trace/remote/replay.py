@@ -83,7 +83,8 @@ class Replay:
             thread.history.goto(thread.history.end)
         stopped = process_trace.stopped_tid
         self.current = stopped if stopped in self.threads else next(iter(self.threads))  # Hg: registers, memory
-        self.resumed = self.current  # Hc: the thread resuming moves
+        self.chosen_for_resume: int | None = None  # Hc's thread; None: any or all (Hc0, Hc-1): see resumed
+        self.focus = self.current  # the client's thread: its Hg, or the thread a stop of a resume of any showed
         self.last_stop = self.initial_stop(self.current)
 
     @property
@@ -97,13 +98,30 @@ class Replay:
         return found
 
     def select(self, tid: int, for_resume: bool) -> None:
-        """``Hg``/``Hc``: 0 (any) and -1 (all) keep the current thread."""
+        """``Hg``/``Hc``: ``Hg`` 0 (any) and -1 (all) keep the current thread; after ``Hc`` 0 or -1 a resume moves
+        the client's thread (``resumed``)."""
         if tid > 0:
             self.thread(tid)
-            if for_resume:
-                self.resumed = tid
-            else:
-                self.current = tid
+        if for_resume:
+            self.chosen_for_resume = tid if tid > 0 else None
+        elif tid > 0:
+            self.current = self.focus = tid
+
+    @property
+    def resumed(self) -> int:
+        """The thread a resume without a thread of its own moves: Hc's, else the client's thread.  GDB sends
+        ``Hc0`` before ``bs``/``bc`` unless scheduler-locking is on, and a replay moves one thread at a time:
+        the one the user selected (``Hg``), or the one the last stop of such a resume showed.  A stop of a resume
+        aimed at one thread (``Hc<tid>``: GDB stepping another thread off its breakpoint first) does not change
+        it, though it makes that thread the current one for registers and memory."""
+        return self.focus if self.chosen_for_resume is None else self.chosen_for_resume
+
+    def stopped(self, stop: Stop) -> None:
+        """A stop reply sent: its thread is the current one (the protocol's rule), and the client's own after a
+        resume of any thread."""
+        self.last_stop, self.current = stop, stop.tid
+        if self.chosen_for_resume is None:
+            self.focus = stop.tid
 
     def initial_stop(self, tid: int) -> Stop:
         """What ``?`` says before any movement: the signal the thread stopped with, where its trace ends."""

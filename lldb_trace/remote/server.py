@@ -239,8 +239,7 @@ class Server:
         return ERROR
 
     def _stop_reply(self, stop: Stop) -> bytes:
-        self.replay.last_stop = stop
-        self.replay.current = stop.tid
+        self.replay.stopped(stop)
         reasons = b"".join(b"%s:%s;" % (key.encode(), value.encode()) for key, value in stop.reasons)
         return b"T%02xthread:%x;%s" % (stop.signal, stop.tid, reasons)
 
