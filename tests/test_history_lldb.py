@@ -316,6 +316,31 @@ def test_a_live_history_view_unwinds_the_stack_as_a_loaded_trace_does(session, t
     live.GetProcess().Kill()
 
 
+def test_process_kill_refuses_a_recording_and_kills_the_live_process_a_view_shows(session, tmp_path, monkeypatch):
+    """LLDB's own kill of a trace's ScriptedProcess stopped its state thread and left it 'stopped': the next
+    movement waited forever for a stop.  In a live history view LLDB killed nothing (the view's process)."""
+    loaded(session, HISTORY / "gradebook")
+    session.ok("pt goto 100")
+    session.handle("process kill")
+    assert "error: a loaded trace's process is a recording and cannot be killed: 'target delete' closes it" in (
+        session.streams()[1]
+    )
+    assert "instruction 50 of 274" in session.ok("pt goto 50")  # and no hang
+    session.ok("target delete")
+    binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
+    session.launch(binary, "-n main")
+    session.ok("pt start --backend software")
+    session.ok("breakpoint set -n the_end")
+    session.ok("continue")
+    live = session.target
+    session.ok("pt goto 10")
+    assert session.target != live  # the history view
+    session.handle("kill")
+    assert session.debugger.GetNumTargets() == 1 and session.target == live
+    assert live.GetProcess().GetState() == lldb.eStateExited
+    assert "has exited" in session.handle("pt goto 5").GetError()
+
+
 @needs_lldb_22
 def test_a_live_history_view_unwinds_the_stack_in_lldb_22(tmp_path, monkeypatch):
     binary = launchable(tmp_path, monkeypatch, "crash.c", "-O0")

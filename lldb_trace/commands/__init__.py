@@ -10,7 +10,7 @@ import sys
 import lldb
 
 from ..debugger.interpreter import run_command
-from . import frames_on_demand, history_watchpoints, register_read, routing, unknown_values
+from . import frames_on_demand, history_watchpoints, process_kill, register_read, routing, unknown_values
 from .base import CONTAINER
 from .dump import DumpCommand
 from .export import ExportCommand
@@ -46,6 +46,7 @@ def register(debugger):
     frames_on_demand.install(debugger)
     unknown_values.install(debugger)
     history_watchpoints.install(debugger)
+    process_kill.install(debugger)
     # The live recorder reads about 40 registers at every stop it predicts from: one 'g' packet
     # instead of a 'p' packet per register (3.9 ms -> 1.2 ms).  It applies to processes launched
     # or attached from now on; older LLDBs without the setting just keep 'p' packets.
