@@ -322,9 +322,8 @@ def test_process_kill_refuses_a_recording_and_kills_the_live_process_a_view_show
     loaded(session, HISTORY / "gradebook")
     session.ok("pt goto 100")
     session.handle("process kill")
-    assert "error: a loaded trace's process is a recording and cannot be killed: 'target delete' closes it" in (
-        session.streams()[1]
-    )
+    refused = "error: a loaded trace's process is a recording and cannot be killed: 'target delete' closes it"
+    assert refused in session.streams()[1]
     assert "instruction 50 of 274" in session.ok("pt goto 50")  # and no hang
     session.ok("target delete")
     binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
