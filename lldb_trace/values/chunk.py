@@ -27,9 +27,10 @@ from bisect import bisect_left, bisect_right
 import numpy as np
 
 from . import integer_ops, rules
+from .classify import DIRECTION_SET
 from .kernel_steps import EXACT, KernelSteps
 from .memory_layout import MemoryLayout
-from .registers import MASK64, RIP
+from .registers import DF, MASK64, RFLAGS, RIP
 
 _MAX_SOLVES = 4
 
@@ -124,6 +125,8 @@ class Chunk(KernelSteps, MemoryLayout):
     def _learn(self, register, state, value):
         if register == RIP or value is None:
             return
+        if register == RFLAGS:  # the direction flag is rflags' bit 10 (registers.DF)
+            self._learn(DF, state, value >> 10 & 1)
         index = self.segment(register, state)
         if not self._set(register, index, value):
             return
@@ -168,6 +171,8 @@ class Chunk(KernelSteps, MemoryLayout):
             loads = {k: self.loaded[(i, k)] for k in range(len(effect.accesses)) if (i, k) in self.loaded}
             computed = integer_ops.compute(effect, before, loads)
             regs, stores = computed if computed is not None else self.emulator.run(effect, before, loads) or ({}, {})
+            if effect.mnemonic in DIRECTION_SET:
+                regs = {**regs, DF: DIRECTION_SET[effect.mnemonic]}
         elif effect.kind == "syscall":
             regs, _ = rules.forward(effect, before, None)
             if i in self.syscalls:  # recorded: what it does not list it left as it was
@@ -178,6 +183,9 @@ class Chunk(KernelSteps, MemoryLayout):
                 regs |= result
             elif i not in self.bounded:
                 self._bound_syscall(i, before)
+        elif (i, 0) in self.extents:  # a stos's area (or an xsave's: no pattern there)
+            value = rules.stored_pattern(effect, before, self.addresses[(i, 0)], self.extents[(i, 0)])
+            stores = {} if value is None else {0: value}
         for register, value in regs.items():
             self._learn(register, i + 1, value)
         for access, value in stores.items():

@@ -16,8 +16,8 @@ import re
 import capstone
 from capstone import x86
 
-from .effects import STATE_AREA_BOUND, MemRef, Operand, StateArea
-from .registers import FS_BASE, GPRS, GS_BASE, RAX, RBP, RCX, RDI, RDX, RFLAGS, RSI, RSP, VECTOR, VECTORS
+from .effects import STATE_AREA_BOUND, STRING_AREA_BOUND, MemRef, Operand, StateArea, StringArea
+from .registers import DF, FS_BASE, GPRS, GS_BASE, RAX, RBP, RCX, RDI, RDX, RFLAGS, RSI, RSP, VECTOR, VECTORS
 from .vector import vector_copy, vectors_named, zero_upper
 
 _ALU = frozenset(("add", "sub", "and", "or", "xor", "cmp", "test"))
@@ -66,6 +66,9 @@ _MISSED_WRITES = {
 }  # fmt: skip
 # The generic instructions whose every written flag is defined: the others' rflags are not computed.
 FLAGS_DEFINED = frozenset(("adc", "sbb", "cmpxchg", "xadd", "cld", "std", "clc", "stc", "cmc"))
+# What changes the direction flag in user mode (registers.DF); cld and std set it to these.
+DIRECTION_WRITERS = frozenset(("cld", "std", "popf", "popfw", "popfd", "popfq", "iret", "iretd", "iretq"))
+DIRECTION_SET = {"cld": 0, "std": 1}
 _CONDITIONS = ("o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
 
 
@@ -75,10 +78,11 @@ def classify(effect, insn, untracked, repeated):
     shape = tuple(operand.kind for operand in operands)
     rsp = frozenset((RSP,))
     if insn.id in _STRING_OPS and not _has_vector_register(insn):  # (SSE has a movsd and a cmpsd too)
-        # rep or not: capstone lists the registers; movs/stos write memory we do not size
+        # rep or not: capstone lists the registers; movs/stos write an area rdi and rcx decide (StringArea)
         _opaque(effect, insn, vetted=True)
         effect.writes |= {RCX, RSI, RDI, RFLAGS} if repeated else {RFLAGS}
-        effect.barrier = mnemonic.startswith(("movs", "stos"))
+        if mnemonic.startswith(("movs", "stos")):
+            _string_areas(effect, repeated)
     elif insn.id == x86.X86_INS_PUSHFQ or (insn.id == x86.X86_INS_PUSH and operands[0].width in (0, 64)):
         source = Operand("reg", reg=(RFLAGS, 0, 64)) if insn.id == x86.X86_INS_PUSHFQ else operands[0]
         slot = ("w", MemRef(RSP, None, 1, -8, None), 8)
@@ -155,6 +159,20 @@ def classify(effect, insn, untracked, repeated):
         _opaque(effect, insn, vetted=mnemonic in _OPAQUE_WRITES or _is_vector(insn))
     if effect.kind in ("alu", "unary", "generic") and not _register_or_memory(effect):
         _opaque(effect, insn, vetted=False)
+
+
+def _string_areas(effect, repeated):
+    """A movs's or stos's accesses as the areas they span (a barrier where a segment override names others)."""
+    if any(ref is None or ref.segment is not None or ref.index is not None for _, ref, _ in effect.accesses):
+        effect.barrier = True
+        return
+    element = {"b": 1, "w": 2, "d": 4, "q": 8}[effect.mnemonic[-1]]
+    effect.accesses = tuple(
+        (kind, StringArea(RDI if kind == "w" else RSI, None, 1, 0, None, element=element, repeated=repeated),
+         STRING_AREA_BOUND)
+        for kind in ("r", "w") if kind == "w" or effect.mnemonic[0] == "m"
+    )  # fmt: skip
+    effect.reads |= {RDI, DF} | ({RCX} if repeated else set()) | ({RSI} if effect.mnemonic[0] == "m" else set())
 
 
 def _state_area(effect):
@@ -269,6 +287,6 @@ def _opaque(effect, insn, vetted):
     if vetted:
         effect.writes |= {RFLAGS} if insn.mnemonic.startswith(("comi", "ucomi", "vcomi", "vucomi", "ptest")) else set()
         return
-    effect.writes = frozenset((*GPRS, RFLAGS, FS_BASE, GS_BASE, *VECTORS))
+    effect.writes = frozenset((*GPRS, RFLAGS, FS_BASE, GS_BASE, *VECTORS, DF))
     effect.barrier = True
     effect.accesses = tuple(access for access in effect.accesses if access[0] == "r" and access[1] is not None)

@@ -6,7 +6,7 @@ rules.py and emulator.py compute with them.
 
 from dataclasses import dataclass
 
-from .registers import MASK64, RAX, RDX
+from .registers import DF, MASK64, RAX, RCX, RDX, RFLAGS
 
 # The xsave family's state components 2..7 (AVX, MPX, AVX-512) by size, and where each ends in the standard
 # layout (Intel's offsets: AMD's, without MPX, end earlier).  The legacy region and the header take 576 bytes;
@@ -61,6 +61,43 @@ class StateArea(MemRef):
         if self.compacted:
             return _LEGACY_AND_HEADER + sum(_COMPONENT_SIZES[c] for c in components)
         return max([_LEGACY_AND_HEADER] + [_STANDARD_ENDS[c] for c in components])
+
+
+STRING_AREA_BOUND = 4096  # the most bytes a movs or stos is sized to: a larger one stays a barrier
+
+
+@dataclass(frozen=True, slots=True)
+class StringArea(MemRef):
+    """The bytes a movs or stos writes (a movs reads) from rdi (rsi) on: rcx elements with a rep prefix, one
+    without; upwards, downwards where the direction flag is set, and both ways where it is unknown.  Known
+    where those registers are and the area is at most STRING_AREA_BOUND bytes (``extent``); elsewhere the write
+    is a barrier."""
+
+    element: int = 1
+    repeated: bool = False
+
+    def address(self, get):
+        span = self._span(get)
+        return None if span is None else span[0]
+
+    def extent(self, get, _enabled=None):
+        span = self._span(get)
+        return None if span is None else span[1]
+
+    def direction(self, get):
+        """0 upwards, 1 downwards, None unknown (a recorder's states give rflags, not DF)."""
+        direction, flags = get(DF), get(RFLAGS)
+        return flags >> 10 & 1 if direction is None and flags is not None else direction
+
+    def _span(self, get):
+        start, count = get(self.base), get(RCX) if self.repeated else 1
+        if start is None or count is None or not 0 < count * self.element <= STRING_AREA_BOUND:
+            return None
+        length, direction = count * self.element, self.direction(get)
+        if direction == 0:
+            return start, length
+        low = (start - length + self.element) & MASK64
+        return (low, length) if direction is not None else (low, 2 * length - self.element)
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,7 +120,8 @@ class Emulator:
                 return None
         except (unicorn.UcError, _OutsideError):
             return None
-        regs = {number: uc.reg_read(numbers[number]) & MASK64 for number in effect.writes if number != RIP}
+        kept = [number for number in effect.writes if number != RIP and number < COUNT]  # (not DF: it is rflags')
+        regs = {number: uc.reg_read(numbers[number]) & MASK64 for number in kept}
         provided = {}  # bytes it read: a byte of a write access it did not write keeps that value
         for index, (kind, address, size) in enumerate(addresses):
             if kind == "r":

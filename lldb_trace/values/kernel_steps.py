@@ -4,7 +4,7 @@ instruction (signals.py), whose frame saves the interrupted registers."""
 
 from ..x86 import syscall_memory
 from . import rules, signals
-from .registers import GPRS, RAX, RCX, RDI, RDX, RIP, RSI, RSP
+from .registers import DF, GPRS, RAX, RCX, RDI, RDX, RIP, RSI, RSP
 
 EXACT = frozenset(
     ("mov", "movx", "lea", "alu", "unary", "push", "pop", "call", "ret", "leave", "xchg", "jmp", "lanes", "sigreturn")
@@ -48,6 +48,7 @@ class KernelSteps:
             if register in signals.KEPT:
                 self._learn(register, i + 1, value)
         self._learn(RAX, i + 1, 0)
+        self._learn(DF, i + 1, 0)  # the kernel clears the direction flag for the handler
         for register, value in interrupted.items():
             if value is not None and self.saved.get((i, register)) != value:
                 self.saved[(i, register)] = value

@@ -10,7 +10,7 @@ a conflict held unknown, a window other threads share) lays it all out again.
 
 from collections import defaultdict
 
-from .effects import StateArea
+from .effects import StateArea, StringArea
 from .generations import Generations
 from .registers import GPRS, RIP
 
@@ -22,7 +22,7 @@ class MemoryLayout:
         for k, (kind, ref, size) in enumerate(effect.accesses):
             if (i, k) not in self.addresses:
                 address = ref.address(before)
-                if address is not None and type(ref) is StateArea:
+                if address is not None and type(ref) in (StateArea, StringArea):
                     size = ref.extent(before, self.xcr0)
                     if size is None:
                         address = None

@@ -13,6 +13,11 @@ and stores, spills, zeroed structures).  A lane is one unknown like any
 register, so a ymm copy is two lane copies and a VEX write of xmm zeroes
 lanes 1..3.  Those are internal: the known states and ``registers_at`` have
 none.
+
+So is DF, rflags' direction flag on its own: the flags an instruction computes
+leave it alone, so it stays one value from a cld or std (or popf, iret, a
+signal) to the next, where rflags as a whole is unknown after any instruction
+whose flags are not computed.  It decides which way a movs or stos writes.
 """
 
 from .machine_state import TRACKED
@@ -25,8 +30,9 @@ GPRS = tuple(range(16))  # rax..r15
 MASK64 = (1 << 64) - 1
 VECTOR = COUNT  # xmm0's number; xmmN (lane 0 of zmmN) is VECTOR + N
 LANES = 4  # 128-bit lanes of a 512-bit register
-REGISTERS = VECTOR + 32 * LANES  # every register the recovery keeps
-VECTORS = tuple(range(VECTOR, REGISTERS))  # every lane of every vector register
+DF = VECTOR + 32 * LANES  # rflags' direction flag, 0 or 1, kept apart (see the module doc)
+REGISTERS = DF + 1  # every register the recovery keeps
+VECTORS = tuple(range(VECTOR, DF))  # every lane of every vector register
 
 _LEGACY = {"rax": "a", "rbx": "b", "rcx": "c", "rdx": "d"}
 _INDEXED = {"rsi": "si", "rdi": "di", "rbp": "bp", "rsp": "sp"}

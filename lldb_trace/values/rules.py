@@ -8,7 +8,7 @@ integers, None where unknown.  ``next_address`` is where the trace went next
 for every value are here: a partial register reveals nothing about the rest.
 """
 
-from .registers import MASK64, RBP, RFLAGS, RSP, VECTOR, read_slice, sign_extend, write_slice
+from .registers import MASK64, RAX, RBP, RFLAGS, RSP, VECTOR, read_slice, sign_extend, write_slice
 from .semantics import alu, new_flags, operand_value
 
 _INC_DEC_FLAGS = 0x8D4  # inc and dec leave CF alone
@@ -88,6 +88,20 @@ def forward(effect, get, load):
             if load(operand.load) is not None:
                 regs[operand.reg[0]] = load(operand.load)
     return regs, stores
+
+
+def stored_pattern(effect, get, address, size):
+    """What a stos wrote over its area, laid out at ``address`` for ``size`` bytes, where that is the exact area
+    (the direction flag known when it was laid out) and rax is known: rax's low element repeated.  None elsewhere,
+    and for a movs, whose bytes are its source's."""
+    if not effect.mnemonic.startswith("stos") or get(RAX) is None:
+        return None
+    area = effect.accesses[0][1]
+    if area.direction(get) is None or (area.address(get), area.extent(get)) != (address, size):
+        return None  # laid out both ways, the flag unknown then
+    element = area.element
+    pattern = (get(RAX) & ((1 << 8 * element) - 1)).to_bytes(element, "little")
+    return int.from_bytes(pattern * (size // element), "little")
 
 
 def zero_idiom(effect):

@@ -16,9 +16,9 @@ No lldb here; capstone only.
 import capstone
 from capstone import x86
 
-from .classify import REPEATS, classify
+from .classify import DIRECTION_WRITERS, REPEATS, classify
 from .effects import Effect, MemRef, Operand
-from .registers import FS_BASE, GS_BASE, MASK64, RFLAGS, RIP, SEGMENTS, SLICES, all_lanes, read_slice
+from .registers import DF, FS_BASE, GS_BASE, MASK64, RFLAGS, RIP, SEGMENTS, SLICES, all_lanes, read_slice
 
 STATUS_FLAGS = 0x8D5  # CF PF AF ZF SF OF
 
@@ -98,6 +98,8 @@ def decode(address, code, cs):
     classify(effect, insn, untracked, repeated=bool(set(prefixes) & REPEATS))
     if effect.kind != "lanes":  # a vector register written, as far as we know: all its lanes (registers.py)
         effect.writes = all_lanes(effect.writes)
+    if mnemonic in DIRECTION_WRITERS:  # the only user-mode instructions that change the direction flag
+        effect.writes |= {DF}
     effect.mentioned = tuple(sorted(effect.reads | effect.writes))
     effect.seed = (
         effect.kind in ("call", "ret", "jmp", "syscall")

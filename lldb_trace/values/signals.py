@@ -24,7 +24,7 @@ deliveries.py.
 """
 
 from .effects import Effect, MemRef, Operand
-from .registers import GPRS, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP, VECTORS
+from .registers import DF, GPRS, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP, VECTORS
 
 SIGRETURN = 15
 UCONTEXT = 8  # the ucontext's offset in the frame: after the return address
@@ -34,7 +34,7 @@ _ORDER = (8, 9, 10, 11, 12, 13, 14, 15, RDI, RSI, 6, 1, RDX, RAX, 2, RSP)  # r8.
 RIP_SLOT = UCONTEXT + _MCONTEXT + 8 * len(_ORDER)
 # What a delivery sets: those registers, and the vector state, which the handler begins from its initial value
 # (the frame saves the interrupted one, and rt_sigreturn restores it).  It leaves the other general registers.
-CLOBBERED = frozenset((RAX, RDI, RSI, RDX, RSP, RFLAGS, *VECTORS))
+CLOBBERED = frozenset((RAX, RDI, RSI, RDX, RSP, RFLAGS, *VECTORS, DF))
 KEPT = frozenset(GPRS) - CLOBBERED
 RELATIONS = ((RDX, RSP, UCONTEXT), (RSI, RSP, SIGINFO))  # rdx = rsp + 8, rsi = rsp + 312 at the handler's entry
 RED_ZONE = 128  # bytes below rsp that a frame leaves alone
@@ -78,6 +78,6 @@ def sigreturn(syscall):
     loads = tuple(("r", MemRef(RSP, None, 1, _MCONTEXT + 8 * k, None), 8) for k, _ in kept)
     operands = tuple(Operand("reg", reg=(register, 0, _WIDE), load=n) for n, (_, register) in enumerate(kept))
     effect = Effect(syscall.address, syscall.size, "sigreturn", "sigreturn", operands, frozenset((RSP,)))
-    effect.writes, effect.accesses, effect.code = frozenset((*GPRS, RFLAGS, *VECTORS)), loads, syscall.code
+    effect.writes, effect.accesses, effect.code = frozenset((*GPRS, RFLAGS, *VECTORS, DF)), loads, syscall.code
     effect.mentioned, effect.seed = tuple(sorted(effect.reads | effect.writes)), True
     return effect
