@@ -249,6 +249,8 @@ def test_find_lists_executions_newest_first(session):
     assert [match["index"] for match in by_line] == [m.index for m in thread.find(line=("recursion.c", 13))]
     by_address = json.loads(session.ok(f"pt find --address {hex(thread.item(by_line[0]['index']).address)} --json"))
     assert by_address[0]["index"] == by_line[0]["index"]
+    by_function = json.loads(session.ok("pt find --address fact -c 0 --json"))  # an expression: fact's entry
+    assert [match["index"] for match in by_function] == [match["index"] for match in listed]
     output = session.ok(f"pt goto {listed[-1]['index']}")
     assert "fact" in output and position_after(output) == listed[-1]["index"]
     for command, message in [
@@ -257,7 +259,9 @@ def test_find_lists_executions_newest_first(session):
         ("pt find -l nosuch.c:3", "no code for nosuch.c:3"),
         ("pt find", "give exactly one of"),
         ("pt find -f fact -a 0x10", "give exactly one of"),
-        ("pt find -a zz", "--address 'zz'"),
+        ("pt find -a zz", "'zz' is no address: use of undeclared identifier 'zz'"),
+        ("pt find -f fact -s 4", "--size goes with --write or --read"),
+        ("pt find -w 0x1000 -s 0", "--size 0: give a number of bytes from 1 to 1048576"),
         ("pt find -f fact -t 5", "thread 5 is not traced"),
         ("pt find -f fact -c -1", "--count must be 0 or more"),
     ]:

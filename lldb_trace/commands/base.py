@@ -284,5 +284,14 @@ def address_of(target, text):
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
     value = frame.EvaluateExpression(text) if frame.IsValid() else target.EvaluateExpression(text)
     if not value.GetError().Success():
-        raise LldbTraceError(f"'{text}' is no address: {value.GetError().GetCString()}")
+        raise LldbTraceError(f"'{text}' is no address: {_first_error(value.GetError().GetCString())}")
     return value.GetValueAsUnsigned()
+
+
+def _first_error(text):
+    """The compiler's error in what LLDB says of an expression, on one line (not its note on the language, nor the
+    source line and caret under it)."""
+    errors = [line.split(": ", 3)[-1] if line.startswith("error: <user expression") else line.removeprefix("error: ")
+              for line in (text or "").splitlines() if line.startswith("error: ")]  # fmt: skip
+    found = [error for error in errors if not error.startswith("Expression evaluation in pure C")]
+    return (found or errors or [(text or "not an expression LLDB can evaluate").strip()])[0]

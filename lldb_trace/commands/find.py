@@ -7,7 +7,7 @@ from ..debugger import histories
 from ..errors import LldbTraceError
 from ..history import queries
 from ..option_table import TID, Option
-from ..values.accesses import accesses
+from ..values.accesses import MAX_SIZE, accesses
 from ..values.process_values import values_of
 from ..views.accesses import accesses_json, accesses_text, shown_accesses
 from ..views.matches import matches_json, matches_text, shown_matches
@@ -31,14 +31,15 @@ class FindCommand(TidOptionCommand):
         "--write ADDR lists the instructions that wrote any of the --size N bytes (default 1) at ADDR (an address"
         " or an expression, e.g. &student->course), with the old and new values where they are known; --read"
         " those that read them. An instruction whose address is not known at its position may have touched them:"
-        " it is listed as 'may write'. ADDR's bytes are looked for as the selected thread saw them.",
+        " it is listed after them ('may have'). ADDR's bytes are looked for as the selected thread saw them.",
     )
 
     options = (
         TID.with_help("The thread to search (default: the selected thread)."),
         Option("f", "function", "Calls of this function.", "FunctionName"),
         Option("l", "line", "Executions of this source line (FILE:LINE).", "FileLineColumn"),
-        Option("a", "address", "Executions of the instruction at this address.", "AddressOrExpression"),
+        Option("a", "address", "Executions of the instruction at this address (or an expression: $pc, a function).",
+               "AddressOrExpression"),
         Option("w", "write", "Instructions that wrote these bytes (an address or an expression).",
                "AddressOrExpression"),
         Option("r", "read", "Instructions that read these bytes.", "AddressOrExpression"),
@@ -53,7 +54,8 @@ class FindCommand(TidOptionCommand):
         parser = self.get_parser()
         if args:
             raise LldbTraceError(
-                f"'{self.full_name}' takes options only: --function NAME, --line FILE:LINE or --address ADDR"
+                f"'{self.full_name}' takes options only: --function NAME, --line FILE:LINE, --address ADDR, --write"
+                " ADDR or --read ADDR"
             )
         target = debugger.GetSelectedTarget()
         trace = histories.trace_of(target)
@@ -63,7 +65,7 @@ class FindCommand(TidOptionCommand):
         if parser.was_set("write") or parser.was_set("read"):
             self._accesses(parser, target, trace, tid, history, count, result)
             return
-        function, line, address = _search(parser)
+        function, line, address = _search(parser, target)
         matches = queries.find(history, history.symbolizer, function, line, address, limit=count + 1 if count else None)
         more = bool(count) and len(matches) > count
         shown = shown_matches(matches[:count] if count else matches, history.symbolizer)
@@ -78,8 +80,10 @@ class FindCommand(TidOptionCommand):
         if sum(parser.was_set(name) for name in ("function", "line", "address", "write", "read")) != 1:
             raise LldbTraceError("give exactly one of --function, --line, --address, --write and --read")
         writes = parser.was_set("write")
-        address = address_of(target, parser.write if writes else parser.read)
         size = int(parser.size)
+        if not 0 < size <= MAX_SIZE:
+            raise LldbTraceError(f"--size {size}: give a number of bytes from 1 to {MAX_SIZE}")
+        address = address_of(target, parser.write if writes else parser.read)
         values = values_of(trace).thread(tid)
         if values is None:
             raise LldbTraceError(f"thread {tid} has no decoded instructions")
@@ -107,11 +111,15 @@ class FindCommand(TidOptionCommand):
         return thread.GetThreadID()
 
 
-def _search(parser):
+def _search(parser, target):
     """``(function, (file, line), address)`` with exactly one set, from the options."""
     given = [name for name in ("function", "line", "address") if parser.was_set(name)]
     if len(given) != 1:
-        raise LldbTraceError("give exactly one of --function NAME, --line FILE:LINE and --address ADDR")
+        raise LldbTraceError(
+            "give exactly one of --function NAME, --line FILE:LINE, --address ADDR, --write ADDR and --read ADDR"
+        )
+    if parser.was_set("size"):
+        raise LldbTraceError("--size goes with --write or --read: it counts the bytes they look at")
     if given == ["function"]:
         return parser.function, None, None
     if given == ["line"]:
@@ -119,7 +127,4 @@ def _search(parser):
         if not file or parse_number(number) is None or parse_number(number) == 0:
             raise LldbTraceError(f"--line '{parser.line}': give FILE:LINE, e.g. main.c:42")
         return None, (file, parse_number(number)), None
-    address = parse_number(parser.address)
-    if address is None:
-        raise LldbTraceError(f"--address '{parser.address}': give an address in hex (0x401000) or decimal")
-    return None, None, address
+    return None, None, address_of(target, parser.address)

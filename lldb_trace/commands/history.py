@@ -80,7 +80,10 @@ def _position(text):
     back = parse_number(text[1:]) if text.startswith("-") else None
     if back:
         return -back  # counted from the end, as a dump of a large trace's end numbers its items
-    raise PositionError(f"unknown position '{text}': give begin, end or an instruction index (decimal, or 0x hex)")
+    raise PositionError(
+        f"unknown position '{text}': give begin, end or an instruction index (decimal, 0x hex or 0 octal; -N counts"
+        " back from the end)"
+    )
 
 
 class MoveCommand(TraceCommand):
