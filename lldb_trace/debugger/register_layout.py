@@ -17,6 +17,7 @@ _GENERAL = {
     "ds": (53, None), "es": (50, None), "fs": (54, None), "gs": (55, None), "fs_base": (58, None),
     "gs_base": (59, None),
 }  # fmt: skip
+GENERAL_SET = tuple(_GENERAL)  # the set LLDB's 'register read' shows by default
 _VECTOR = {f"xmm{i}": 17 + i for i in range(16)}
 # The FXSAVE area's x87 control registers shown from a core: name -> (offset, bytes, DWARF number or None)
 _X87 = {"fctrl": (0, 2, 65), "fstat": (2, 2, 66), "ftag": (4, 1, None), "fop": (6, 2, None),
