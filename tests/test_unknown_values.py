@@ -164,3 +164,21 @@ def check_unlocated(out, err):
 @BOTH_LLDBS
 def test_a_variable_without_a_frame_base_reads_as_unknown(lldb_build, tmp_path):
     check_unlocated(*in_lldb(lldb_build, tmp_path, [f"trace load {without_cores(tmp_path)}", *UNLOCATED]))
+
+
+NULL_FIELD = [f"trace load {HISTORY / 'gradebook' / 'trace.json'}", "p student->course->credits", "pt goto -2",
+              "p student->course->credits", "x/2x 0x8"]  # fmt: skip
+
+
+def check_null_field(out, err):
+    """gradebook's crash reads credits through the overwritten course pointer 0x6: at address 0xe, which no
+    process maps, at the end as at a past position (it said "not known at this position" there)."""
+    cannot = "error: student->course->credits cannot be read: it needs memory at 0xe, and no process maps memory"
+    assert err.count(f"{cannot} below 0x10000 (a null pointer, or a field through one?)") == 2
+    assert "error: memory at 0x8 is not mapped: no process maps memory below 0x10000" in err
+    assert "not known" not in err
+
+
+@BOTH_LLDBS
+def test_memory_below_the_lowest_mapping_is_not_mapped_not_unknown(lldb_build, tmp_path):
+    check_null_field(*in_lldb(lldb_build, tmp_path, NULL_FIELD))

@@ -28,7 +28,7 @@ import lldb
 from ..debugger import registry
 from ..debugger.histories import shows_history
 from ..debugger.register_layout import X86_REGISTER_NAMES
-from ..debugger.scripted_process import name_asked_address
+from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, name_asked_address
 from ..debugger.shown_state import known_memory
 from .routing import quote
 
@@ -195,6 +195,8 @@ def _writable_shown(target, trace, output):
 
 
 def _unknown_memory(target, address):
+    if address < MAPPED_FROM:
+        return f"memory at {address:#x} is not mapped: {NOTHING_MAPPED}"
     return (
         f"memory at {address:#x}{_place(target, address)} is not known at this position: {WHY_UNKNOWN} (the module"
         " file holds only what the program started with)"
@@ -210,10 +212,22 @@ def _unknown_past(target, start, read):
 
 def _unknown_value(target, text, found):
     needs = ""
-    if found is not None:
-        address = int(found.group(1), 16)
+    address = int(found.group(1), 16) if found is not None else _value_address(target, text)
+    if address is not None:
+        if address < MAPPED_FROM:
+            return f"{text or 'the value'} cannot be read: it needs memory at {address:#x}, and {NOTHING_MAPPED}"
         needs = f" (it needs {address:#x}{_place(target, address)})"
     return f"{text or 'the value'} is not known at this position{needs}: {WHY_UNKNOWN}"
+
+
+def _value_address(target, text):
+    """Where the value of expression ``text`` lies, when LLDB can take its address (``&(head->next->val)``: the
+    pointers on the way known), else None."""
+    if not text:
+        return None
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    value = frame.EvaluateExpression(f"&({text})") if frame.IsValid() else None
+    return value.GetValueAsUnsigned() if value is not None and value.GetError().Success() else None
 
 
 def _place(target, address):

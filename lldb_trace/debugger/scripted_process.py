@@ -47,6 +47,8 @@ UNKNOWN_MEMORY = (
     "is not known at this position: a trace records which instructions ran, not the data they used; what the "
     "known states (a core file, the recording's start) and the instructions between do not determine is unknown"
 )
+MAPPED_FROM = 0x10000  # Linux's vm.mmap_min_addr: no process maps memory below it
+NOTHING_MAPPED = f"no process maps memory below {MAPPED_FROM:#x} (a null pointer, or a field through one?)"
 _asked = [None]  # the address the user's memory read names (commands/unknown_values.py), for the message
 
 
@@ -57,6 +59,9 @@ def name_asked_address(address):
 
 def _unknown_memory(addr, size):
     asked = _asked[0]
+    if addr + size <= MAPPED_FROM:
+        named = asked if asked is not None and addr <= asked < addr + size else addr
+        return f"memory at {named:#x} is not mapped: {NOTHING_MAPPED}"
     return (
         f"memory at {asked:#x} {UNKNOWN_MEMORY}"
         if asked is not None and addr <= asked < addr + size
