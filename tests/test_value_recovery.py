@@ -14,6 +14,7 @@ from support.paths import SOURCES
 from support.stepped_truth import build_program, compiler_for, register_score, step_program
 
 from lldb_trace.values import integer_ops, rules
+from lldb_trace.views.accesses import accesses_text
 from lldb_trace.values.chunk import Chunk
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.generations import Generations
@@ -354,6 +355,15 @@ def test_writes_found_newest_first_at_their_real_addresses(truths):
         registers = truth.registers[access.position]
         addresses = {ref.address(partial(_by_number, registers)) for kind, ref, _ in effect.accesses if kind == "w"}
         assert access.address in addresses
+
+
+def test_the_write_list_counts_what_it_shows_when_c_cuts_it():
+    """``-c 2`` keeps two writes and the instructions that may have written between them: "more than 2", not the
+    rows' count (the unsure ones are one line)."""
+    rows = [{"index": i, "exact": exact, "kind": "write", "address": "0x10" if exact else None, "size": 8 if exact
+             else 0, "old": None, "new": None, "where": "f", "disassembly": "mov"}
+            for i, exact in ((9, True), (8, False), (5, True))]  # fmt: skip
+    assert accesses_text(rows, "wrote x", more=True).splitlines()[-1] == "... and more: '-c N' shows more than 2"
 
 
 def _by_number(registers, number):

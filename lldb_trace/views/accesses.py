@@ -80,7 +80,7 @@ def accesses_text(shown: Sequence[dict], what: str, more: bool) -> str:
         lines.append(f"{'':>{width}}    {row['where'] or row['pc']}: {row['disassembly'] or ''}")
     lines.extend(_unsure_line(unsure, width))
     if more:
-        lines.append(f"... and more: '-c N' shows more than {len(shown)}")
+        lines.append(f"... and more: '-c N' shows more than {sum(1 for row in shown if row['exact'])}")
     return "\n".join(lines)
 
 
