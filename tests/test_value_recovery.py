@@ -14,7 +14,6 @@ from support.paths import SOURCES
 from support.stepped_truth import build_program, compiler_for, register_score, step_program
 
 from lldb_trace.values import integer_ops, rules
-from lldb_trace.views.accesses import accesses_text
 from lldb_trace.values.chunk import Chunk
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.generations import Generations
@@ -22,6 +21,7 @@ from lldb_trace.values.machine_state import GENERAL, TRACKED, MachineState
 from lldb_trace.values.recovery import CHUNK, ThreadValues
 from lldb_trace.values.registers import COUNT, MASK64, RCX, RFLAGS, RIP, RSP
 from lldb_trace.values.semantics import decode
+from lldb_trace.views.accesses import accesses_text
 from lldb_trace.x86.instructions import Transfer
 
 MAX_STEPS = 6000
