@@ -153,6 +153,13 @@ def test_monitor_commands(client):
     found = client.monitor("find --write 0x7fffffffeb98 --size 8")
     assert "173  write 4 bytes: d0404a00 -> 06000000" in found and "10  write 8 bytes" in found
     assert "execution(s) of add_mark" in client.monitor("find add_mark")
+    every = client.monitor("find add_mark --limit 0")  # all five calls; --limit 2 the newest two, and says so
+    assert every.startswith("5 execution(s) of add_mark") and "... and more" not in every
+    two = client.monitor("find add_mark --limit 2")
+    assert two.startswith("the newest 2 execution(s)") and two.endswith("... and more: --limit N shows more than 2\n")
+    assert two.splitlines()[1:3] == every.splitlines()[1:3]
+    assert "--limit needs 0 (all) or more" in client.monitor("find add_mark --limit -1")
+    assert "--size needs 1 or more" in client.monitor("find --write 0x10 --size 0")
     assert client.monitor("bt").startswith("#0 ")
     assert "unknown monitor command" in client.monitor("frobnicate")
     assert "error:" in client.monitor('find "unterminated')

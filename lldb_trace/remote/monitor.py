@@ -22,7 +22,7 @@ HELP = """monitor commands of lldb-trace serve:
   find FILE:LINE            executions of a source line
   find *ADDRESS             executions of the instruction at ADDRESS
   find --write ADDRESS [--size N]   instructions that wrote any of N bytes at ADDRESS (--read: read)
-  (find takes --limit N; default 20)
+  (find takes --limit N, default 20, 0: all)
   info                      every thread's position
   bt                        the current thread's frames as the trace's calls give them (no values needed)
   help                      this list"""
@@ -89,6 +89,8 @@ def _find(replay: Replay, arguments: list[str]) -> str:
     for word in words:
         if word in ("--limit", "--size"):
             value = _number(next(words, ""), word)
+            if value < (0 if word == "--limit" else 1):
+                raise LldbTraceError(f"{word} needs {'0 (all) or more' if word == '--limit' else '1 or more'}")
             limit, size = (value, size) if word == "--limit" else (limit, value)
         elif word in ("--write", "--read"):
             access = word[2:]
@@ -98,32 +100,39 @@ def _find(replay: Replay, arguments: list[str]) -> str:
             raise LldbTraceError(f"find takes one thing to find, not '{word}' too")
     if target is None:
         raise LldbTraceError("find needs what to find: FUNCTION, FILE:LINE, *ADDRESS or --write ADDRESS")
+    asked = limit + 1 if limit else None  # one more: whether the list goes on
+    more = f"... and more: --limit N shows more than {limit}\n"
     if access is not None:
         address = _number(target, "the address")
         written, read = (address, None) if access == "write" else (None, address)
-        accesses = values_accesses(thread.values(), written, read, size, limit)
+        accesses = values_accesses(thread.values(), written, read, size, asked)
+        cut = bool(limit) and len(accesses) > limit
+        accesses = accesses[:limit] if cut else accesses
         lines = [f"{access}s of the {size} byte(s) at {address:#x}, newest first:"]
         for item in accesses:
             old = item.old.hex() if item.old is not None else "?"
             new = item.new.hex() if item.new is not None else "?"
             maybe = "" if item.exact else " (may overlap: address unknown)"
             lines.append(f"  {item.position}  {item.kind} {item.size} bytes: {old} -> {new}{maybe}")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + (more if cut else "")
     history, symbolizer = thread.history, thread.symbolizer
     if target.startswith("*"):
-        matches = queries.find(history, symbolizer, address=_number(target[1:], "the address"), limit=limit)
+        matches = queries.find(history, symbolizer, address=_number(target[1:], "the address"), limit=asked)
     elif ":" in target and target.rsplit(":", 1)[1].isdigit():
         file, line = target.rsplit(":", 1)
-        matches = queries.find(history, symbolizer, line=(file, int(line)), limit=limit)
+        matches = queries.find(history, symbolizer, line=(file, int(line)), limit=asked)
     else:
-        matches = queries.find(history, symbolizer, function=target, limit=limit)
-    lines = [f"{len(matches)} execution(s) of {target}, newest first ('monitor goto N' goes to one):"]
+        matches = queries.find(history, symbolizer, function=target, limit=asked)
+    cut = bool(limit) and len(matches) > limit
+    matches = matches[:limit] if cut else matches
+    counted = f"the newest {len(matches)}" if cut else f"{len(matches)}"
+    lines = [f"{counted} execution(s) of {target}, newest first ('monitor goto N' goes to one):"]
     for match in matches:
         location = thread.locate(thread.history.pc_at(match.index))
         where = location.function_label if location is not None else "?"
         source = f" at {location.source}" if location is not None and location.source else ""
         lines.append(f"  {match.index}  {where}{source}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (more if cut else "")
 
 
 def _number(word: str, what: str) -> int:
