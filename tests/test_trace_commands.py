@@ -203,7 +203,11 @@ def test_schema_commands(session):
     assert session.ok("pt schema intel-pt").startswith("// intel-pt trace bundle (the processor-trace RFC's format)")
     everything = session.ok("pt schema all")
     assert '"cpuInfo": {' in everything and '"pt_cpu": {' in everything
-    assert session.handle("pt schema perf").GetError().startswith("error: no trace schema named 'perf'")
+    assert (
+        session.handle("pt schema perf")
+        .GetError()
+        .startswith("error: no trace schema named 'perf': give intel-pt, intel-pt-lldb or all")
+    )
     session.handle("trace schema intel-pt-lldb")
     assert '"iptTrace"?: string' in session.streams()[0]
 

@@ -28,6 +28,9 @@ class SchemaCommand(TraceCommand):
         if len(args) != 1:
             result.SetError(f"expected one schema name ({', '.join(schema_names())} or all)")
             return
+        if args[0] not in (*schema_names(), "all"):
+            result.SetError(f"no trace schema named '{args[0]}': give {', '.join(schema_names())} or all")
+            return
         names = schema_names() if args[0] == "all" else [args[0]]
         result.AppendMessage("\n\n".join(render_schema(name) for name in names))
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
