@@ -92,13 +92,15 @@ def test_the_bug_hunt_goes_back_to_the_write(client):
     shown = {field["name"]: field["value"] for field in fields}
     assert shown["course"] == "0x0000000000000006" and shown["count"] == "5" and '"Ada"' in shown["name"]
 
-    console = gradebook.ok("evaluate", {"expression": "watchpoint set expression -s 8 -- &student->course"})
+    console = gradebook.ok(
+        "evaluate", {"expression": "watchpoint set expression -s 8 -- &student->course", "context": "repl"}
+    )
     assert "Watchpoint created" in console["result"]
     stopped = move(gradebook, "reverseContinue")
     assert stopped["reason"] == "data breakpoint" and position(stopped) == 174
     assert where(gradebook) == ("add_mark", 24)
     assert watch(gradebook, "student->count")["result"] == "4"
-    gradebook.ok("evaluate", {"expression": "watchpoint delete 1"})
+    gradebook.ok("evaluate", {"expression": "watchpoint delete 1", "context": "repl"})
 
     assert position(move(gradebook, "stepBack")) == 168 and where(gradebook) == ("add_mark", 23)
     assert position(move(gradebook, "stepBack")) == 164 and where(gradebook) == ("add_mark", 21)
@@ -226,6 +228,9 @@ def test_the_console_runs_lldb_and_pt_commands(client):
     assert "168" in found["result"] and "134" in found["result"]
     assert not gradebook.take_events("stopped")  # nothing moved
     assert gradebook.ok("evaluate", {"expression": "student->count", "context": "repl"})["result"] == "5"
+    assert gradebook.ok("evaluate", {"expression": "script print(1+1)", "context": "repl"})["result"] == "2"
+    assert "undeclared identifier 'n'" in gradebook.error("evaluate", {"expression": "n"})  # no context: no next
+    assert not gradebook.take_events("stopped")
     error = gradebook.error("evaluate", {"expression": "`no-such-command", "context": "repl"})
     assert "\n" not in error and "no-such-command" in error
     gradebook.ok("evaluate", {"expression": "pt reverse-step", "context": "repl"})

@@ -195,9 +195,10 @@ def unknown_text(error):
 
 
 def evaluate(session, arguments):
-    """A watch, hover or console expression in the frame; in the console an LLDB command (console.py)."""
+    """A watch, hover or console expression in the frame; in the console an LLDB command (console.py).  Without a
+    context (the protocol makes it optional) it is an expression: only the console's lines run commands."""
     text = arguments.string("expression")
-    context = arguments.string("context", "repl")
+    context = arguments.string("context", "watch")
     frame = frame_of(session, arguments.integer("frameId")) if "frameId" in arguments else None
     if context == "repl" and console.is_command(session, text, frame):
         return console.run(session, text.removeprefix("`"))
@@ -224,8 +225,9 @@ def _printed(session, text, value):
     said = (output + error).strip()
     if succeeded and said and not said.startswith("error:"):
         return {"result": said, "variablesReference": 0}
+    said = "\n".join(line for line in said.splitlines() if not line.startswith("note:")).strip()
     said = said.removeprefix("error:").strip().removesuffix(f": {WHY_UNKNOWN}")
-    raise RequestError(said.splitlines()[0] if said.startswith(text) else _error_text(value, text))
+    raise RequestError(said.splitlines()[0] if said.startswith(f"{text} ") else _error_text(value, text))
 
 
 def _error_text(value, text):
@@ -238,7 +240,10 @@ def _error_text(value, text):
         return f"{text[:80]} is not known at this position (it needs memory at {found.group(1)})"
     lines = [line.strip() for line in error.splitlines()]
     kept = [line.removeprefix("error:").strip() for line in lines if line and not line[0].isdigit() and "|" not in line]
-    return " ".join(line for line in kept if not line.startswith("Expression evaluation in pure C")) or lines[0]
+    kept = [line for line in kept if "Expression evaluation in pure C" not in line]  # LLDB's note, as error or note
+    return (
+        " ".join(line.split(": ", 1)[1] if line.startswith("<user expression") else line for line in kept) or (lines[0])
+    )
 
 
 HANDLERS = {"stackTrace": stack_trace, "scopes": scopes, "variables": variables, "evaluate": evaluate}

@@ -122,8 +122,10 @@ class Session:
         """Run an LLDB command: ``(succeeded, output, error, status)``, with what it printed elsewhere."""
         result = lldb.SBCommandReturnObject()
         self.debugger.GetCommandInterpreter().HandleCommand(text, result)
-        printed = self.output.take()
-        return result.Succeeded(), printed + (result.GetOutput() or ""), result.GetError() or "", result.GetStatus()
+        printed, output = self.output.take(), result.GetOutput() or ""
+        if printed.strip() and printed.strip() in output:  # 'script print(...)': LLDB gives it to both
+            printed = ""
+        return result.Succeeded(), printed + output, result.GetError() or "", result.GetStatus()
 
     def target(self):
         """The selected target, stopped in its history; a RequestError before a trace is loaded."""
