@@ -99,12 +99,22 @@ def _add_common(parser: argparse.ArgumentParser, export: bool) -> None:
     workers = "how many worker processes to start on this machine (default: one per core)"
     parser.add_argument("--workers", type=_positive, metavar="N", help=workers)
     timeout = "how long to wait for the --cluster scheduler to answer (default 30)"
-    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help=timeout)
+    parser.add_argument("--timeout", type=_more_than_zero, default=30.0, metavar="SECONDS", help=timeout)
     split = f"decode a thread whose trace has at least this many MB in pieces across the workers (default {SPLIT_MB})"
-    parser.add_argument("--split-above", type=float, default=SPLIT_MB, metavar="MB", help=split)
+    parser.add_argument("--split-above", type=_more_than_zero, default=SPLIT_MB, metavar="MB", help=split)
     keep_going = "leave out the recordings that fail, naming them, instead of failing"
     parser.add_argument("--keep-going", action="store_true", help=keep_going)
     add_arguments(parser, (replace(SEARCH_PATH, short=""), replace(SYSROOT, short="")))  # -s, -r: sort, range
+
+
+def _more_than_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
+    return value
 
 
 def _positive(text: str) -> int:
