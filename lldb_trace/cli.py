@@ -151,7 +151,9 @@ def _record(args):
         )
     longest = max((len(recorder.truth.addresses) for recorder in recording.threads.values()), default=0)
     if args.overflow_at is not None and longest <= args.overflow_at:
-        print(f"note: no thread ran {args.overflow_at + 1} instructions: --overflow-at injected nothing", file=sys.stderr)
+        print(
+            f"note: no thread ran {args.overflow_at + 1} instructions: --overflow-at injected nothing", file=sys.stderr
+        )
     for problem in recording.cores.problems if recording.cores else ():
         print(f"note: no core written: {problem}", file=sys.stderr)
     if recording.status == "crashed":
