@@ -310,3 +310,32 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
             assert done.stderr.count("\n") == 1 and not done.stdout
     finally:
         busy.close()
+
+
+def test_a_second_client_is_turned_away_while_one_is_served():
+    """It waited unanswered until the first left; now its connection closes at once, and the server says why."""
+    command = [sys.executable, "-m", "lldb_trace.cli", "serve", "--port", "0", str(GRADEBOOK)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", server.stderr.readline()).group(1))
+        with socket.create_connection(("127.0.0.1", port)) as first:
+            assert "connected" in _line_with(server, "client")
+            with socket.create_connection(("127.0.0.1", port)) as second:
+                assert second.recv(1) == b""  # closed by the server
+            assert "turned away: another client is connected" in _line_with(server, "client")
+            first.sendall(frame(b"?"))  # the first is served still
+            reader, answer = PacketReader(), []
+            while not answer:
+                answer = [event.payload for event in reader.feed(first.recv(65536)) if event.kind == "packet"]
+            assert answer[0].startswith(b"T0b")
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def _line_with(server, word):
+    """The server's next line of stderr that holds ``word`` (the banner's lines come first)."""
+    while True:
+        line = server.stderr.readline()
+        if word in line or not line:
+            return line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import signal
+import socket
 import sys
 from dataclasses import replace
 
@@ -63,7 +64,8 @@ def run(args) -> None:
         reason = (error.strerror or str(error)).split(" (while attempting")[0]  # Python adds the address again
         raise LldbTraceError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
     port = listener.getsockname()[1]
-    address = f"[{args.host}]:{port}" if ":" in args.host else f"{args.host}:{port}"
+    host = socket.gethostname() if args.host in ("0.0.0.0", "::", "") else args.host  # every address: this one's
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     lldb = lldb_command(replay.process_trace.process, address)
     print(
         f"lldb-trace serve: listening on {address}\n  gdb:  gdb -ex {shlex.quote('target remote ' + address)}\n"

@@ -115,13 +115,29 @@ def serve_socket(
     replay: Callable[[], Replay], listener: socket.socket, announce: Callable[[str], None], log: TextIO | None = None
 ) -> None:
     """Serve one client at a time on ``listener`` until interrupted (Ctrl-C in the terminal); each client gets a
-    new ``replay()``: its threads at the end of their traces, no breakpoints."""
+    new ``replay()``: its threads at the end of their traces, no breakpoints.  A client that comes while another is
+    served is turned away at once (its debugger says the connection closed), not left waiting unanswered."""
+    served: list[threading.Thread] = []
     while True:
         connection, peer = listener.accept()
+        if served:
+            served[0].join(_HANDOVER)  # a client that just left: its session is ending
+        if served and served[0].is_alive():
+            announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} turned away: another client is connected")
+            connection.close()
+            continue
         announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} connected")
-        with connection, contextlib.suppress(OSError):
-            serve_connection(replay(), functools.partial(connection.recv, 65536), connection.sendall, log)
-        announce("lldb-trace serve: client disconnected; waiting for the next one")
+        served[:] = [threading.Thread(target=_serve_client, args=(replay, connection, announce, log), daemon=True)]
+        served[0].start()
+
+
+_HANDOVER = 5.0  # seconds a new client waits for the session of one that is leaving
+
+
+def _serve_client(replay, connection, announce, log):
+    with connection, contextlib.suppress(OSError):
+        serve_connection(replay(), functools.partial(connection.recv, 65536), connection.sendall, log)
+    announce("lldb-trace serve: client disconnected; waiting for the next one")
 
 
 def _family(host: str) -> socket.AddressFamily:
