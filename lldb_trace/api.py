@@ -40,7 +40,7 @@ from .process_trace import ProcessTrace, UnknownThreadError
 from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
 from .traced_thread import TracedThread
-from .values.accesses import accesses
+from .values.accesses import MAX_SIZE, accesses
 from .values.machine_state import TRACKED
 from .values.process_values import values_of
 
@@ -127,15 +127,16 @@ class ThreadTrace(TracedThread):
         return self.history.position
 
     def goto(self, index: int) -> int:
-        """Stand at item ``index`` (``item_count``: where the thread stopped); a gap or out of range raises."""
-        return self.history.goto(index).position
+        """Stand at item ``index`` (``item_count``: where the thread stopped; negative: counted back from there, -1
+        the last item); a gap or out of range raises."""
+        return self.history.goto(self.history.resolve(index)).position
 
     def stack_at(self, index: int | None = None) -> list[Frame]:
         """The frames at item ``index`` (default: the position), innermost first: history.Frame(pc, row, ...);
         an outer frame's pc is its call instruction, as ``bt`` shows it (``locate(pc).source`` is the calling
         line), and ``resumes_at`` the return address."""
         history_ = self.history
-        return history_.frames_at(history_.position if index is None else history_.check(index))
+        return history_.frames_at(history_.position if index is None else history_.resolve(index))
 
     def find(
         self,
@@ -153,7 +154,14 @@ class ThreadTrace(TracedThread):
         With ``write`` (or ``read``) an address: the instructions that wrote (read) any of its ``size`` bytes,
         newest first, as values.Access (old and new bytes where known; ``exact`` False: it may have)."""
         if write is not None or read is not None:
+            if (function, line, address) != (None, None, None):
+                raise queries.FindError("find takes write= or read= alone, without function, line or address")
             return accesses(self.values(), write, read, size, limit)
+        if isinstance(line, str):  # "FILE:LINE", as pt find --line takes it
+            file, _, number = line.rpartition(":")
+            if not file or not number.isdigit():
+                raise queries.FindError(f"line {line!r}: give (FILE, LINE) or 'FILE:LINE', e.g. 'main.c:42'")
+            line = (file, int(number))
         return queries.find(self.history, self.symbolizer, function, line, address, limit)
 
     # -- values (lldb_trace.values) --------------------------------------------------------------------
@@ -180,7 +188,7 @@ class ThreadTrace(TracedThread):
         """The registers at item ``index`` (default: the position; ``item_count``: where the thread stopped),
         before its instruction runs: name -> value, None where the trace and the known states do not tell (all
         but the pc without a known state)."""
-        position = self.history.check(self.position if index is None else index)
+        position = self.history.resolve(self.position if index is None else index)
         if not values_of(self.process_trace).has_known_state(self.tid):
             return {**dict.fromkeys(TRACKED), "rip": self.history.pc_at(position)}
         return self.values().registers_at(position)
@@ -189,7 +197,9 @@ class ThreadTrace(TracedThread):
         """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is
         0xff for each byte known there, 0 for each unknown one (its data byte is 0).  Without a known state
         only the modules' code and read-only data are known."""
-        position = self.history.check(self.position if index is None else index)
+        position = self.history.resolve(self.position if index is None else index)
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SIZE:
+            raise LldbTraceError(f"size {size!r}: give a number of bytes from 1 to {MAX_SIZE}")
         if not values_of(self.process_trace).has_known_state(self.tid):
             data = self.module_bytes.read_unchanging(address, size)
             return data + bytes(size - len(data)), b"\xff" * len(data) + bytes(size - len(data))

@@ -112,3 +112,27 @@ def test_a_thread_that_ended_before_the_core_says_why_it_has_no_values(tmp_path)
     assert main.values().registers_at(main.item_count)["rsp"] is not None  # in the core
     with pytest.raises(LldbTraceError, match=r"is not in .*end\.core \(it ended before the core was taken\)"):
         workers[0].values()
+
+
+def test_positions_count_back_from_the_end_and_bad_arguments_say_what_to_give():
+    """As 'pt goto -1' reads it: -1 is the last item; a wrong type, size or mix of queries is a one-line error
+    (registers_at('x') said "position x is out of range", read_memory_at(i, a, -4) answered nothing, a line as
+    'FILE:LINE' was an internal TypeError, and find(function=..., write=...) ignored the function)."""
+    from support.paths import HISTORY
+
+    thread = api.open_bundle(HISTORY / "gradebook").threads[0]
+    last = thread.item_count - 1
+    assert thread.goto(-1) == last and thread.registers_at(-1) == thread.registers_at(last)
+    assert thread.read_memory_at(-1, 0x7FFFFFFFEB80, 8) == thread.read_memory_at(last, 0x7FFFFFFFEB80, 8)
+    assert [m.index for m in thread.find(line="gradebook.c:23")] == [
+        m.index for m in thread.find(line=("gradebook.c", 23))
+    ]
+    for call, message in [
+        (lambda: thread.registers_at("x"), "a position is an item index (an int), not 'x'"),
+        (lambda: thread.goto(-10_000), "position -10000 is before the beginning"),
+        (lambda: thread.read_memory_at(5, 0x7FFFFFFFEB80, -4), "size -4: give a number of bytes from 1 to"),
+        (lambda: thread.find(function="add_mark", write=0x10), "find takes write= or read= alone"),
+        (lambda: thread.find(line="gradebook"), "give (FILE, LINE) or 'FILE:LINE'"),
+    ]:
+        with pytest.raises(LldbTraceError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            call()

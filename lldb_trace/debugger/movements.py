@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import lldb
 
-from ..history import HistoryError
 from ..history.movement import Movement
 from . import histories, history_view, history_watchpoints
 
@@ -82,14 +81,7 @@ def _position(history, position):
         return history.check(0)
     if position == "end":
         return history.end
-    if position < 0:  # counted from the end: -1 is the last item
-        if history.end + position < 0:
-            raise HistoryError(
-                f"position {position} is before the beginning: thread {history.tid} has {history.end} items"
-                f" (-{history.end} is the first)"
-            )
-        return history.check(history.end + position)
-    return history.check(position)
+    return history.resolve(position)
 
 
 def _report(movement, thread, history, moved, watched=None):

@@ -85,6 +85,20 @@ class ThreadHistory:
                 )
         return position
 
+    def resolve(self, position: int) -> int:
+        """``position`` as an index the thread can stand at (check): a negative one counts back from the end, -1
+        being the last item, as ``pt goto -1`` reads it."""
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise HistoryError(f"a position is an item index (an int), not {position!r}")
+        if position < 0:
+            if self.end + position < 0:
+                raise HistoryError(
+                    f"position {position} is before the beginning: thread {self.tid} has {self.end} items"
+                    f" (-{self.end} is the first)"
+                )
+            position += self.end
+        return self.check(position)
+
     def goto(self, position: int) -> Movement:
         self.position = self.check(position)
         self.reverse_finished = False
