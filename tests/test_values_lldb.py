@@ -145,6 +145,8 @@ def test_the_faulty_write_is_found_by_pt_find_write_and_a_watchpoint(session, re
     session.ok("watchpoint set variable ada.course")
     listed = session.streams()[0]
     assert "Watchpoint created: Watchpoint 1: addr = " in listed
+    session.handle("watchpoint modify -c 'ada.count == 5' 1")  # LLDB said "no watchpoints exist to be modified"
+    assert "error: a trace's watchpoints take no condition, ignore count or commands" in session.streams()[1]
     report = session.ok("pt reverse-continue")
     assert "Watchpoint 1 hit:" in report and "new value: 0x0000000000000006" in report
     frame = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)

@@ -36,6 +36,9 @@ def install(debugger):
         "watchpoint delete": _delete,
         "watchpoint enable": lambda target, args: _enable(target, args, True),
         "watchpoint disable": lambda target, args: _enable(target, args, False),
+        "watchpoint modify": _unsupported,
+        "watchpoint ignore": _unsupported,
+        "watchpoint command add": _unsupported,
     }
     for command, run in commands.items():
         interpreter.SetCommandOverrideCallback(command, _override(debugger, command, run))
@@ -63,6 +66,13 @@ def _override(debugger, command, run):
         return True
 
     return override
+
+
+def _unsupported(_target, _args):
+    raise LldbTraceError(
+        "a trace's watchpoints take no condition, ignore count or commands: each stops every movement at its bytes"
+        " ('watchpoint disable ID' sets one aside)"
+    )
 
 
 def _on_live(debugger, live, view, command, args):
