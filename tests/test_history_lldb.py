@@ -282,13 +282,18 @@ def test_find_a_function_skips_copies_of_it_inlined_elsewhere(session):
     assert [match["index"] for match in listed] == [m.index for m in thread.find(function="malloc")]
 
 
-def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
+def recorded_to_the_end(session, tmp_path, monkeypatch):
+    """recursion.c launched, recorded by the software recorder from main to the_end: the live target."""
     binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
     session.launch(binary, "-n main")
     session.ok("pt start --backend software")
     session.ok("breakpoint set -n the_end")
     session.ok("continue")
-    live = session.target
+    return session.target
+
+
+def test_live_replay_never_touches_the_process(session, tmp_path, monkeypatch):
+    live = recorded_to_the_end(session, tmp_path, monkeypatch)
     present = session.ok("register read rsp rip")
     output = session.ok("pt reverse-finish")
     assert "stop reason = history" in output and "recursion.c:26" in output
@@ -333,12 +338,7 @@ def test_process_kill_refuses_a_recording_and_kills_the_live_process_a_view_show
     assert refused in session.streams()[1]
     assert "instruction 50 of 274" in session.ok("pt goto 50")  # and no hang
     session.ok("target delete")
-    binary = launchable(tmp_path, monkeypatch, "recursion.c", "-O0")
-    session.launch(binary, "-n main")
-    session.ok("pt start --backend software")
-    session.ok("breakpoint set -n the_end")
-    session.ok("continue")
-    live = session.target
+    live = recorded_to_the_end(session, tmp_path, monkeypatch)
     session.ok("pt goto 10")
     assert session.target != live  # the history view
     session.handle("kill")

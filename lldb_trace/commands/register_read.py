@@ -18,6 +18,7 @@ import lldb
 from ..debugger import histories
 from ..debugger.register_layout import GENERAL_SET, GENERIC_NAMES
 from ..errors import LldbTraceError
+from ..values.machine_state import GENERAL
 
 _running = []  # non-empty while LLDB's own command runs inside the override
 
@@ -51,8 +52,8 @@ def _unknown_registers(debugger, arguments):
         return False
     frame = target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
     known = {register.GetName() for group in frame.GetRegisters() for register in group}
-    if not known or known.issuperset(GENERAL_SET):
-        return False  # every register is known (a core's state): LLDB's own command
+    if not known or known.issuperset(GENERAL):
+        return False  # every general register is known (a core's, a recorder's state): LLDB's own command
     names = shlex.split(" ".join(arguments))
     known |= {alias for alias, name in GENERIC_NAMES.items() if name in known}
     unknown = [name for name in (names or GENERAL_SET) if name.lstrip("$") not in known]
