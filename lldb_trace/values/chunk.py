@@ -183,7 +183,8 @@ class Chunk(KernelSteps, MemoryLayout):
                 regs |= result
             elif i not in self.bounded:
                 self._bound_syscall(i, before)
-        elif (i, 0) in self.extents:  # a stos's area (or an xsave's: no pattern there)
+        elif (i, 0) in self.extents and self.nexts[i] == effect.next_address:  # a stos that ran to its end
+            # (not one a signal or the trace's end stopped partway through its iterations; an xsave: no pattern)
             value = rules.stored_pattern(effect, before, self.addresses[(i, 0)], self.extents[(i, 0)])
             stores = {} if value is None else {0: value}
         for register, value in regs.items():
