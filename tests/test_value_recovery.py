@@ -160,6 +160,8 @@ def test_string_instructions_write_their_own_area_only(tmp_path):
     assert from_end.memory_at(stos, sentinel, 8) == ((0x1122334455667788).to_bytes(8, "little"), b"\xff" * 8)
     from_start = ThreadValues(truth.addresses, truth.read_code, start=_state(truth, 0))
     assert from_start.memory_at(stos + 1, big, 512) == (bytes(512), b"\xff" * 512)
+    (write,) = [access for access in from_start.accesses(big + 40, 8) if access.position == stos]
+    assert write.exact and (write.address, write.size, write.new) == (big, 512, bytes(512))  # (pt find --write)
     for values in (from_end, from_start):
         assert register_score(values, truth)[1] == [] and values.conflicts == 0
         for position, address, data in truth.samples:
