@@ -96,6 +96,12 @@ class TracedThread:
         """How the thread stopped (a signal, an exit), or None when nobody recorded it."""
         return self.process_trace.thread_stop(self.tid)
 
+    @property
+    def stop_pc(self) -> int | None:
+        """Where the thread stands at the end: its recorded stop's pc, else where its trace ends."""
+        stop = self.stop
+        return stop.pc if stop is not None and stop.pc is not None else self.decoded_or_error().end_ip
+
     def describe_source(self) -> dict:
         """Where the thread's bytes come from, as the session info shows it (a file, per-cpu pieces, live)."""
         return self.process_trace.source.describe(self.tid)

@@ -91,14 +91,9 @@ def _warnings(target):
 
 def _unmapped(process_trace, decoded):
     """Where decoding met code at an address no module covers (a wrong ``loadAddress``, a module left out)."""
-    modules = process_trace.process.modules
+    segment_at = process_trace.module_bytes.segment_at
     missing = next(
-        (
-            gap.missing_ip
-            for gap in decoded.gaps
-            if gap.missing_ip is not None
-            and not any(m.load_address <= gap.missing_ip < m.load_address + m.size for m in modules)
-        ),
+        (gap.missing_ip for gap in decoded.gaps if gap.missing_ip is not None and segment_at(gap.missing_ip) is None),
         None,
     )
     if missing is None:

@@ -45,8 +45,7 @@ class ThreadHistory:
         if decoded is None:
             raise HistoryError(f"thread {self.tid} has no trace of its own: it has no history to move in")
         self.decoded = decoded
-        stop = thread.stop
-        self.stop_pc = stop_pc or (stop.pc if stop is not None and stop.pc is not None else decoded.end_ip)
+        self.stop_pc = stop_pc or thread.stop_pc
         self.map = FrameMap(decoded, thread.expander, thread.call_forest())
         self.end = self.decoded.item_count
         self.position = self.end

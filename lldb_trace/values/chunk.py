@@ -183,9 +183,8 @@ class Chunk(KernelSteps, MemoryLayout):
                 regs |= result
             elif i not in self.bounded:
                 self._bound_syscall(i, before)
-        elif (i, 0) in self.extents and self.nexts[i] == effect.next_address:  # a stos that ran to its end
-            # (not one a signal or the trace's end stopped partway through its iterations; an xsave: no pattern)
-            value = rules.stored_pattern(effect, before, self.addresses[(i, 0)], self.extents[(i, 0)])
+        elif (i, 0) in self.extents and self.spans_exactly(i, 0):  # a stos's whole area (an xsave's: no pattern)
+            value = rules.stored_pattern(effect, before, self.extents[(i, 0)])
             stores = {} if value is None else {0: value}
         for register, value in regs.items():
             self._learn(register, i + 1, value)

@@ -9,6 +9,7 @@ a conflict held unknown, a window other threads share) lays it all out again.
 """
 
 from collections import defaultdict
+from functools import partial
 
 from .effects import StateArea, StringArea
 from .generations import Generations
@@ -151,6 +152,19 @@ class MemoryLayout:
     def known_accesses(self):
         """Every access whose address is known, as ``(i, k, kind, address, size)``, in order."""
         return [self._access(i, k) for i, k in sorted(self.addresses)]
+
+    def spans_exactly(self, i, k):
+        """Whether access k of instruction i touched every byte of the area it was laid out with: not a movs's or
+        stos's laid out both ways (the direction flag unknown then), nor one a signal or the trace's end stopped
+        partway through its iterations (its next position is not its fall-through)."""
+        effect = self.effects[i]
+        area = effect.accesses[k][1]
+        if type(area) is not StringArea:
+            return True
+        get = partial(self.register, state=i)
+        laid_out = (self.addresses[(i, k)], self.extents[(i, k)])
+        exact = area.direction(get) is not None and (area.address(get), area.extent(get)) == laid_out
+        return exact and self.nexts[i] == effect.next_address
 
     def _access(self, i, k):
         return i, k, self.effects[i].accesses[k][0], self.addresses[(i, k)], self._size(i, k)

@@ -26,7 +26,6 @@ leaves: deliveries.py.
 import gc
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from functools import partial
 
 import capstone
 import numpy as np
@@ -35,7 +34,6 @@ from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
 from .chunk import Chunk
 from .deliveries import Deliveries
-from .effects import StringArea
 from .emulator import Emulator
 from .machine_state import TRACKED
 from .memory_layout import spans_reader
@@ -163,7 +161,7 @@ class ThreadValues:
             by_instruction = {}
             for i, k, kind, where, length in chunk.known_accesses:
                 if where < address + size and address < where + length:
-                    by_instruction.setdefault(i, []).append((kind, where, length, _only_may(chunk, i, k)))
+                    by_instruction.setdefault(i, []).append((kind, where, length, not chunk.spans_exactly(i, k)))
             for i in reversed(range(chunk.n)):
                 for kind, where, length, may in by_instruction.get(i, ()):
                     name = "write" if kind == "w" else "read"
@@ -332,18 +330,6 @@ class ThreadValues:
                 return not self._return_site(following) and self._signals.entered(position)
             return self._signals.returned_after(position) and self._signals.entered(position)
         return not (effect.kind == "syscall" and following == fall)
-
-
-def _only_may(chunk, i, k):
-    """Whether access k of instruction i spans more than it touched: a movs's or stos's area laid out both ways
-    (the direction flag unknown there), or one a signal or the trace's end stopped partway through."""
-    effect, area = chunk.effects[i], chunk.effects[i].accesses[k][1]
-    if type(area) is not StringArea:
-        return False
-    get = partial(chunk.register, state=i)
-    laid_out = (chunk.addresses[(i, k)], chunk.extents[(i, k)])
-    exact = area.direction(get) is not None and (area.address(get), area.extent(get)) == laid_out
-    return not exact or chunk.nexts[i] != effect.next_address
 
 
 @contextmanager

@@ -90,16 +90,13 @@ def forward(effect, get, load):
     return regs, stores
 
 
-def stored_pattern(effect, get, address, size):
-    """What a stos wrote over its area, laid out at ``address`` for ``size`` bytes, where that is the exact area
-    (the direction flag known when it was laid out) and rax is known: rax's low element repeated.  None elsewhere,
-    and for a movs, whose bytes are its source's."""
+def stored_pattern(effect, get, size):
+    """What a stos wrote over the ``size`` bytes of its area (one it wrote whole: MemoryLayout.spans_exactly)
+    where rax is known: rax's low element repeated.  None elsewhere, and for a movs, whose bytes are its
+    source's."""
     if not effect.mnemonic.startswith("stos") or get(RAX) is None:
         return None
-    area = effect.accesses[0][1]
-    if area.direction(get) is None or (area.address(get), area.extent(get)) != (address, size):
-        return None  # laid out both ways, the flag unknown then
-    element = area.element
+    element = effect.accesses[0][1].element
     pattern = (get(RAX) & ((1 << 8 * element) - 1)).to_bytes(element, "little")
     return int.from_bytes(pattern * (size // element), "little")
 

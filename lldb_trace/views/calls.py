@@ -69,8 +69,7 @@ def _pending_entry(thread: TracedThread, call: Call) -> int | None:
     decoded = thread.decoded_or_error()
     if call.first < decoded.item_count or not decoded.item_count:
         return None
-    stop = thread.stop
-    pc = stop.pc if stop is not None and stop.pc is not None else decoded.end_ip
+    pc = thread.stop_pc
     return pc if pc is not None and pc != thread.cursor().item().address else None
 
 
