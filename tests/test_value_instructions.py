@@ -1,0 +1,261 @@
+"""Values of single instructions and short pieces of code: the fast paths and integer rules against unicorn, what
+an instruction may change, what a branch says, xsave areas and vector copies (the engine's parts that the stepped
+programs of test_value_recovery.py exercise only as a whole).
+"""
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from lldb_trace.values import integer_ops, rules
+from lldb_trace.values.emulator import Emulator
+from lldb_trace.values.machine_state import TRACKED, MachineState
+from lldb_trace.values.recovery import ThreadValues
+from lldb_trace.values.registers import COUNT, MASK64, RCX, RFLAGS, RIP, RSP
+from lldb_trace.values.semantics import decode
+
+# -- the fast paths against unicorn ------------------------------------------------------------------------------
+
+FAST_PATHS = [
+    "4883c008",
+    "4883e810",
+    "4801d8",
+    "4829d8",
+    "4831d8",
+    "4821d8",
+    "4809d8",
+    "4839d8",
+    "4885d8",
+    "48ffc0",
+    "48ffc8",
+    "48f7d8",
+    "48f7d0",
+    "4889d8",
+    "89d8",
+    "88d8",
+    "88fc",
+    "480fb6c3",
+    "480fbec3",
+    "4863c3",
+    "0fb7c3",
+    "488d440b08",
+    "488d0c5b",
+    "8d4301",
+    "6689d8",
+    "4c01c0",
+    "01d8",
+    "29d8",
+    "83c001",
+    "31c0",
+    "4831c0",
+]
+
+
+@pytest.mark.parametrize("code", FAST_PATHS)
+def test_fast_paths_compute_what_unicorn_computes(code):
+    import capstone
+
+    cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    cs.detail = True
+    effect = decode(0x401000, bytes.fromhex(code), cs)
+    emulator, generator = Emulator(), random.Random(code)
+    for _ in range(20):
+        state = {n: generator.choice((0, 1, MASK64, 1 << 63, generator.getrandbits(64))) for n in range(COUNT)}
+        state[RFLAGS] = 0x202 | generator.choice((0, 0x8D5, 0x1, 0x40))
+        fast, _ = rules.forward(effect, state.get, lambda access: None)
+        everything = frozenset(range(COUNT)) - {RIP}
+        # named as an instruction whose flags unicorn may give (emulator.FLAGS_DEFINED), so they are compared too
+        exact = emulator.run(replace(effect, kind="generic", reads=everything, mnemonic="adc"), state.get, {})
+        assert exact is not None
+        for register, value in fast.items():
+            if register == RFLAGS:
+                value, expected = value & 0x8D5, exact[0].get(RFLAGS, state[RFLAGS]) & 0x8D5
+            else:
+                expected = exact[0].get(register, state[register])
+            assert value == expected, f"{code}: register {register}: {value:#x} != {expected:#x}"
+
+
+# shl/shr/sar/rol/ror by imm, 1 and cl, 8 to 64 bits and ah; imul of two and three operands; memory destinations
+INTEGER_OPS = [
+    "48c1e005", "c1e005", "66c1e005", "c0e005", "48d1e0", "48d3e0", "d3e8", "48c1f83f", "c1f805", "c0f803",
+    "48c1c00d", "c1c80d", "66c1c003", "c0c805", "48d3c8", "c0ec04", "480fafc3", "0fafc3", "660fafc3",
+    "4869c3ffffffff", "6bc3f9", "486bc3f9", "4869c3b179379e", "c164240803", "48c164240805", "d3642408",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("code", INTEGER_OPS)
+def test_integer_ops_compute_what_unicorn_computes(code):
+    """integer_ops computes these instead of unicorn: the same destination, whatever the inputs (counts of 0 and
+    past the width included), and no flags (unicorn's are dropped for them too)."""
+    effect = decode(0x401000, bytes.fromhex(code), _cs())
+    assert effect.kind == "generic"
+    emulator, generator = Emulator(), random.Random(code)
+    for _ in range(40):
+        state = {n: generator.choice((0, 1, MASK64, 1 << 63, generator.getrandbits(64))) for n in range(COUNT)}
+        state[RCX] = generator.choice((0, 1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 255, generator.getrandbits(64)))
+        state[RSP] = 0x7FFF0000
+        loads = {k: generator.getrandbits(8 * size) for k, (kind, _, size) in enumerate(effect.accesses) if kind == "r"}
+        fast = integer_ops.compute(effect, state.get, loads)
+        exact = emulator.run(effect, state.get, loads)
+        if fast is None:  # left to unicorn: a count of 0
+            continue
+        assert exact is not None
+        assert fast == exact, f"{code} with rcx {state[RCX]:#x}: {fast} != {exact}"
+
+
+# -- what one instruction may change, and what a branch says ------------------------------------------------------
+
+CODE_AT = 0x401000
+
+
+def _cs():
+    import capstone
+
+    cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    cs.detail = True
+    return cs
+
+
+def _effect(code):
+    return decode(CODE_AT, bytes.fromhex(code), _cs())
+
+
+@pytest.mark.parametrize(
+    ("code", "writes", "stores", "barrier"),
+    [
+        ("c5fb93c0", {"rax"}, [], False),  # kmovd eax, k0: the mask register is not tracked, eax is
+        ("62f17548fec2", set(), [], False),  # vpaddd zmm0, zmm1, zmm2: vector registers only (xmm0 is written)
+        ("f20f11442408", set(), [(8, 8)], False),  # movsd [rsp+8], xmm0: SSE, not the string instruction
+        ("df7c2408", set(), [(8, 8)], False),  # fistp qword [rsp+8]: an x87 store (capstone says read)
+        ("d97c2408", set(), [(8, 2)], False),  # fnstcw [rsp+8]: outside capstone's FPU group
+        ("0fae442440", set(), [(0x40, 512)], False),  # fxsave: 512 bytes
+        ("62f27d49a00488", set(), [], True),  # vpscatterdd: no one address
+        ("0fa5c2", {"rdx", "rflags"}, [], False),  # shld edx, eax, cl: computed (unicorn)
+    ],
+)
+def test_what_an_instruction_may_change(code, writes, stores, barrier):
+    effect = _effect(code)
+    assert {TRACKED[number] for number in effect.writes if number < len(TRACKED)} == writes
+    assert [(ref.disp, size) for kind, ref, size in effect.accesses if kind == "w"] == stores
+    assert effect.barrier == barrier
+
+
+def _run(program, registers, memory=None, trace=None, xcr0=None):
+    """The pieces of ``program`` (hex codes, laid out from CODE_AT) that ``trace`` lists (all, in order, by default)
+    run once; the end state after the last one: ``registers`` (names) and ``memory`` ({address: bytes})."""
+    code, starts = b"", []
+    for piece in program:
+        starts.append(CODE_AT + len(code))
+        code += bytes.fromhex(piece)
+
+    def read_code(address, size):
+        return code[address - CODE_AT : address - CODE_AT + size] if CODE_AT <= address < CODE_AT + len(code) else b""
+
+    def read_memory(address, size):
+        for start, data in (memory or {}).items():
+            if start <= address < start + len(data):
+                return data[address - start : address - start + size]
+        return b""
+
+    addresses = [starts[i] for i in (trace if trace is not None else range(len(program)))]
+    end = MachineState(registers, read_memory, xcr0)
+    return ThreadValues(addresses, read_code, end=end, end_after_last=True)
+
+
+@pytest.mark.parametrize(("jump", "zero"), [("7402", True), ("7502", False)])
+def test_a_je_taken_says_the_tested_register_was_zero(jump, zero):
+    # test rcx, rcx; je/jne +2 (taken: over the two nops); nop; nop; mov ecx, 1
+    values = _run(["4885c9", jump, "90", "90", "b901000000"], {"rcx": 1}, trace=[0, 1, 4])
+    assert values.registers_at(0)["rcx"] == (0 if zero else None)  # a jne taken only says rcx was not 0
+    assert values.conflicts == 0
+
+
+def test_an_instruction_reading_no_register_is_not_the_zero_idiom():
+    """``add qword [rip + 0x10], 1`` reads only memory: it is not ``xor r, r``, whose result is 0 whatever r
+    held (the engine once stored 0 there)."""
+    counter = CODE_AT + 8 + 0x10
+    values = _run(["4883051000000001", "90"], {"rflags": 0x202}, {counter: (0x56).to_bytes(8, "little")})
+    assert values.memory_at(0, counter, 8) == ((0x55).to_bytes(8, "little"), b"\xff" * 8)
+
+
+def test_a_compare_the_trace_shows_equal_relates_both_registers():
+    # cmp rax, rbx; jne +5 not taken; mov ebx, 7: rax == rbx before the mov
+    values = _run(["4839d8", "7505", "bb07000000"], {"rax": 0x1234, "rbx": 7})
+    assert values.registers_at(0)["rbx"] == 0x1234
+
+
+def test_an_xsave_writes_a_bounded_area_when_its_components_are_known():
+    stack, far = 0x7FFF0000, 0x7FFF2000
+    memory = {stack: bytes(range(256)) * 64}  # 16 KiB from rsp: the end state's stack
+    loaded = memory[stack][0x2000:0x2008]
+    registers = {"rsp": stack, "rbx": int.from_bytes(loaded, "little")}
+    # mov eax, 0xee; xor edx, edx; xsavec [rsp+0x40]; mov rbx, [rsp+0x2000]
+    program = ["b8ee000000", "31d2", "0fc7642440", "488b9c2400200000"]
+    values = _run(program, registers, memory)
+    assert values.memory_at(0, far, 8) == (loaded, b"\xff" * 8)  # beyond the area: kept
+    assert values.memory_at(0, stack + 0x40, 8)[1] == bytes(8)  # what xsavec wrote: unknown before it
+    assert values.conflicts == 0
+    # without eax and edx the area's size is unknown: a barrier
+    values = _run(program[2:], registers, memory)
+    assert values.memory_at(0, far, 8)[1] == bytes(8)
+
+
+@pytest.mark.parametrize(
+    ("xcr0", "area"),
+    [(None, 576 + 256 + 64 + 64 + 512 + 1024), (0x2E7, 576 + 256 + 64 + 512 + 1024)],  # AMD Zen 4's XCR0: no MPX
+)
+def test_an_xsavec_writes_only_the_components_asked_for_and_enabled(xcr0, area):
+    """glibc's lazy-binding resolver saves components 0xee with xsavec just below the stack slots it reads next."""
+    stack = 0x7FFF0000
+    memory = {stack: bytes(range(256)) * 16}
+    # mov eax, 0xee; xor edx, edx; xsavec [rsp+0x40]; nop
+    values = _run(["b8ee000000", "31d2", "0fc7642440", "90"], {"rsp": stack}, memory, xcr0=xcr0)
+    written, kept = stack + 0x40 + area - 8, stack + 0x40 + area
+    assert values.memory_at(2, written, 8)[1] == bytes(8)
+    assert values.memory_at(2, kept, 8) == (memory[stack][kept - stack : kept - stack + 8], b"\xff" * 8)
+
+
+def test_values_travel_through_vector_register_copies():
+    stack, data = 0x7FFF0000, bytes(range(0x40, 0x50))
+    # movdqu xmm1, [rsp]; movdqu [rsp+0x10], xmm1: the copy's source, from what the end state holds at its target
+    values = _run(["f30f6f0c24", "f30f7f4c2410"], {"rsp": stack}, {stack + 0x10: data})
+    assert values.memory_at(0, stack, 16) == (data, b"\xff" * 16)
+    # pxor xmm0, xmm0; movaps [rsp], xmm0: zeros, with no memory in the end state at all
+    values = _run(["660fefc0", "0f290424"], {"rsp": stack})
+    assert values.memory_at(2, stack, 16) == (bytes(16), b"\xff" * 16)
+    assert values.conflicts == 0
+
+
+def test_ymm_and_zmm_copies_carry_every_lane():
+    stack, data = 0x7FFF0000, bytes(range(0x40, 0x60))
+    # vmovdqu ymm1, [rsp]; vmovdqu [rsp+0x20], ymm1: both lanes of the source, from the end state at the target
+    values = _run(["c5fe6f0c24", "c5fe7f4c2420"], {"rsp": stack}, {stack + 0x20: data})
+    assert values.memory_at(0, stack, 32) == (data, b"\xff" * 32)
+    assert values.conflicts == 0
+
+
+def test_upper_lanes_follow_the_encoding():
+    stack, data = 0x7FFF0000, bytes(range(0x80, 0xC0))
+    known = {stack + 0x80: data}  # the end state knows 64 bytes at rsp+0x80, nothing else
+    # vmovdqu xmm2, [rsp]; vmovdqu [rsp+0x40], ymm2: a VEX write of xmm2 zeroes its upper lanes
+    values = _run(["c5fa6f1424", "c5fe7f542440"], {"rsp": stack}, known)
+    assert values.memory_at(2, stack + 0x50, 16) == (bytes(16), b"\xff" * 16)
+    assert values.memory_at(2, stack + 0x40, 16)[1] == bytes(16)
+    # vmovdqu64 zmm1, [rsp+0x80]; movdqu xmm1, [rsp+0x100]; vmovdqu [rsp+0x140], ymm1: legacy SSE keeps lane 1
+    values = _run(["62f1fe486f4c2402", "f30f6f8c2400010000", "c5fe7f8c2440010000"], {"rsp": stack}, known)
+    assert values.memory_at(3, stack + 0x150, 16) == (data[16:32], b"\xff" * 16)
+    assert values.memory_at(3, stack + 0x140, 16)[1] == bytes(16)
+    # vmovdqu64 zmm1 and zmm17 from [rsp+0x80]; vzeroupper; vmovdqu [rsp+0x140], ymm1; vmovdqu64 [rsp+0xc0], zmm17:
+    # vzeroupper clears lanes 1..3 of zmm0..zmm15 and keeps zmm16..zmm31
+    program = ["62f1fe486f4c2402", "62e1fe486f4c2402", "c5f877", "c5fe7f8c2440010000", "62e1fe487f4c2403"]
+    values = _run(program, {"rsp": stack}, known)
+    assert values.memory_at(5, stack + 0x140, 32) == (data[:16] + bytes(16), b"\xff" * 32)
+    assert values.memory_at(5, stack + 0xC0, 64) == (data, b"\xff" * 64)
+    assert values.conflicts == 0
+
+
+def test_masked_vector_loads_are_not_copies():
+    effect = _effect("62e1fe496f0c24")  # vmovdqu64 zmm17{k1}, [rsp]: the unselected lanes keep their values
+    assert effect.kind == "opaque"
+    assert len({number for number in effect.writes if number >= COUNT}) == 4  # every lane of zmm17 unknown
