@@ -29,6 +29,7 @@ class Option:
     repeat: bool = False  # it may be given again, each value kept in order
     applies_to: tuple = ()  # the dumps it does something in (views/options.py); empty: every dump
     lldb_only: bool = False  # lldb-trace has no such option: it is about the debugger (Enter, --file)
+    least: int = 0  # the least number a "number" option takes (its command checks the range)
 
     @property
     def takes_value(self):

@@ -53,6 +53,7 @@ def test_numbers_are_read_as_lldb_reads_them(loaded):
         ("pt dump -i -I 08", f"--id: '08' {NOT_A_NUMBER}"),
         ("pt dump -i -c -3", "--count must be 0 or more, not -3"),
         ("pt dump -i --id -1", "--id must be 0 or more, not -1"),
+        ("pt find --write 0x1000 --size -1", "--size must be 1 or more, not -1"),  # as --size 0 is refused
         ("pt dump -t abc", "--tid: 'abc' is not a thread id"),
         ("pt start -b big", f"--buffer-size: 'big' {NOT_A_NUMBER}"),
         ("pt start --psb-period 4k", f"--psb-period: '4k' {NOT_A_NUMBER}"),

@@ -34,9 +34,9 @@ class OptionValueError(LldbTraceError):
     """An option's value is not one the option takes."""
 
 
-def number_error(option, text):
+def number_error(option, text, least=0):
     if is_negative_number(text):
-        return OptionValueError(f"{option} must be 0 or more, not {text}")
+        return OptionValueError(f"{option} must be {least} or more, not {text}")
     return OptionValueError(f"{option}: '{text}' is not a number (give it in decimal, or in hex as 0x1f)")
 
 
@@ -126,7 +126,7 @@ class TraceCommand(ParsedCommand):
     arguments = None  # (LLDB argument type, repeat): ("Filename", "plus") is eArgTypeFilename, one or more
 
     def __init__(self, debugger, internal_dict):
-        self._numbers = set()
+        self._numbers = {}  # long option -> the least value it takes
         self._choices = {}  # long option -> its values
         self._repeated = {}  # long option -> the values given, for an option that may be given again
         self._option_errors = []
@@ -158,7 +158,7 @@ class TraceCommand(ParsedCommand):
             self.add_choice_option(option.short, option.long, option.help, option.choices, option.default)
         elif option.reads == "number":
             self.add_number_option(option.short, option.long, option.help, _argument_type(option.value),
-                                   default=option.default, dest=option.dest)  # fmt: skip
+                                   default=option.default, dest=option.dest, least=option.least)  # fmt: skip
         else:
             value_type = _argument_type(option.value) if option.value else None
             self.get_parser().add_option(option.short, option.long, option.help, default=option.default,
@@ -179,10 +179,11 @@ class TraceCommand(ParsedCommand):
             if parser.was_set(option.long)
         }
 
-    def add_number_option(self, short, long, help_text, value_type, default=None, dest=None):
-        """An option taking a number of 0 or more, read as LLDB reads numbers."""
+    def add_number_option(self, short, long, help_text, value_type, default=None, dest=None, least=0):
+        """An option taking a number of ``least`` or more, read as LLDB reads numbers (the command checks the
+        range; a negative number is refused here, as LLDB's parser cannot take it)."""
         self.get_parser().add_option(short, long, help_text, default=default, value_type=value_type, dest=dest)
-        self._numbers.add(long)
+        self._numbers[long] = least
 
     def add_choice_option(self, short, long, help_text, choices, default):
         """An option taking one of ``choices`` (``(value, help)`` pairs) or a prefix of one; help lists them."""
@@ -202,7 +203,7 @@ class TraceCommand(ParsedCommand):
         if opt_name in self._numbers:
             value = parse_number(opt_value)
             if value is None:
-                self._option_errors.append(number_error(f"--{opt_name}", opt_value))
+                self._option_errors.append(number_error(f"--{opt_name}", opt_value, self._numbers[opt_name]))
                 return True
             opt_value = str(value)
         elif opt_name in self._choices:  # stored whole: commands read the full value, never a prefix

@@ -44,7 +44,7 @@ class FindCommand(TidOptionCommand):
                "AddressOrExpression"),
         Option("r", "read", "Instructions that read these bytes.", "AddressOrExpression"),
         Option("s", "size", "How many bytes from the --write/--read address (default 1).", "ByteSize", "number",
-               default=1),
+               default=1, least=1),
         Option("c", "count", f"How many to list, newest first (default {DEFAULT_COUNT}; 0: all).", "Count", "number",
                default=DEFAULT_COUNT),
         Option("j", "json", "Print JSON."),
