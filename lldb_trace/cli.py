@@ -12,6 +12,7 @@ from . import __version__
 from .batch import add_batch_parsers
 from .dap.command_line import add_dap_parser
 from .errors import LldbTraceError
+from .given_paths import given_path
 from .option_table import (
     BUNDLE_FORMATS,
     DUMP_OPTIONS,
@@ -51,10 +52,11 @@ def _versions(_args):
 
 def _packets(args):
     from .bundle.file_checks import not_a_regular_file
-    from .views.packets import TruncatedStreamError, packet_lines
+    from .views.packets import NoPsbError, TruncatedStreamError, packet_lines
 
     try:
-        kind = not_a_regular_file(Path(args.trace))  # a pipe would block, /dev/zero never end
+        # a pipe would block, /dev/zero never end
+        kind = not_a_regular_file(given_path(args.trace, "the raw Intel PT trace file"))
         trace = None if kind else Path(args.trace).read_bytes()
     except OSError as error:
         raise LldbTraceError(f"cannot read trace file {args.trace}: {error.strerror}") from None
@@ -63,7 +65,7 @@ def _packets(args):
     try:
         for line in packet_lines(trace):
             print(line)
-    except TruncatedStreamError as error:  # after the listing: one line naming the file and the cut packet
+    except (TruncatedStreamError, NoPsbError) as error:  # after the listing: one line naming the file and why
         sys.stdout.flush()
         raise LldbTraceError(f"{args.trace}: {error}") from None
 

@@ -5,14 +5,14 @@ what is wrong with a file that is neither.  This table sits above bundle/ and pe
 of them imports the other to reach a loader.
 """
 
-from pathlib import Path
-
 from .bundle.loader import bundle_file, load_bundle
+from .given_paths import given_path
 from .perf.data_file import MAGIC, MAGIC_BIG_ENDIAN, MAGIC_VERSION_1
 from .perf_data.loading import load_perf_data
 from .values.core_match import with_checked_cores
 
 _MAGIC_SIZE = 8
+TRACE = "the trace (a bundle's JSON file, its folder or a perf.data)"
 _KINDS = {MAGIC: "perf.data", MAGIC_BIG_ENDIAN: "perf.data", MAGIC_VERSION_1: "perf.data"}  # magic -> kind
 
 
@@ -40,5 +40,7 @@ def load_trace(path, binaries=None, core=None):
     ``core`` is the path of a core file of a traced process where its trace ends (``--core``): it replaces
     that process's ``coreFile``.  Every core is checked against the trace (values/core_match.py).
     """
-    path = bundle_file(Path(path).expanduser().absolute())
+    path = bundle_file(given_path(path, TRACE).expanduser().absolute())
+    if core is not None:
+        given_path(core, "the core file (--core)")
     return with_checked_cores(LOADERS[file_kind(path)](path, binaries), core)

@@ -88,8 +88,12 @@ def test_cli_packets_on_garbage_and_missing_files(tmp_path):
     noise = tmp_path / "noise.ipt"
     noise.write_bytes(bytes(range(1, 250)))
     result = cli("packets", str(noise))
-    assert result.returncode == 0
-    assert "no PSB in 249 bytes" in result.stdout
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: {noise}: no PSB packet in its 249 bytes: it is no Intel PT trace, or it was cut before its first PSB"
+    )
+    empty = cli("packets", "")
+    assert empty.stderr.strip() == "error: the path is empty: give the path of the raw Intel PT trace file"
     missing = cli("packets", str(tmp_path / "absent.ipt"))
     assert missing.returncode == 1
     assert (

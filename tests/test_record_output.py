@@ -64,6 +64,8 @@ def test_a_folder_with_other_files_is_refused_and_its_files_are_never_deleted(tm
     after = contents(folder)
     assert {name: after[name] for name in mine} == mine  # kept, beside the bundle
     assert "trace.json" in after and "recording.json" in after
+    empty = record_cli("", static_program, "--from-start", "--force")  # '' is no name for the current folder
+    assert empty.stderr == "error: the path is empty: give the path of the recording (a new or empty folder)\n"
 
 
 def test_an_earlier_bundle_is_refused_and_replaced_whole_only_with_force(tmp_path, static_program):

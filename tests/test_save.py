@@ -78,6 +78,25 @@ def test_a_save_that_fails_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no staging folder, no half-made folder
 
 
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, monkeypatch):
+    """'' would be Path('.'): a save would write its bundle where LLDB runs, a load would look there."""
+    monkeypatch.chdir(tmp_path)
+    session = Session(tmp_path)
+    try:
+        session.ok(f"pt load {TRACES / 'crash' / 'trace.json'}")
+        for command, what in (
+            ("pt save ''", "the bundle (a folder, or a .json file)"),
+            ("pt save --format perf ''", "the perf.data (a file to write)"),
+            ("pt export --format folded ''", "the export (a file to write)"),
+            (f"pt load {TRACES / 'crash' / 'trace.json'} --core ''", "the core file (--core)"),
+            ("pt load ''", "the trace (a bundle's JSON file, its folder or a perf.data)"),
+        ):
+            assert session.handle(command).GetError().strip() == f"error: the path is empty: give the path of {what}"
+    finally:
+        session.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lldb.err", "lldb.out"]  # nothing written
+
+
 def native_items(bundle_path):
     from support import native_lldb
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LldbTraceError
+from ..given_paths import given_path
 from . import placing
 from .model import ThreadStop
 from .stops import stop_json
@@ -59,7 +60,7 @@ class SaveProcess:
 
 def bundle_paths(path):
     """``(directory, bundle file)`` for a PATH that is a directory or a .json file."""
-    path = Path(path)
+    path = given_path(path, "the bundle (a folder, or a .json file)")
     if path.suffix == ".json":
         return path.parent, path
     return path, path / "trace.json"

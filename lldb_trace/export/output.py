@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import LldbTraceError
+from ..given_paths import given_path
 
 
 class ExportPathError(LldbTraceError):
@@ -21,7 +22,7 @@ class ExportPathError(LldbTraceError):
 
 def check_path(path: str | Path, force: bool) -> Path:
     """``path`` as a Path, or a one-line error saying why an export cannot go there."""
-    path = Path(path).expanduser()
+    path = given_path(path, "the export (a file to write)").expanduser()
     if path.is_dir():
         raise ExportPathError(f"{path} is a folder: give the export a file name, e.g. {path / 'trace.json'}")
     if not path.parent.is_dir():

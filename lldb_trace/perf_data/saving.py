@@ -1,9 +1,9 @@
 """Putting a perf.data file in place whole: written beside its destination, then renamed over it."""
 
 import os
-from pathlib import Path
 
 from ..bundle.saver import SaveError
+from ..given_paths import given_path
 from ..sources.context_switches import parse_context_switches, read_context_switches
 from .writer import CpuStream, perf_data_bytes
 
@@ -13,7 +13,7 @@ def save_perf_data(path, process, cpu, tsc_conversion=None, cpu_streams=(), forc
 
     An existing file is replaced only with ``force``; an error or Ctrl-C leaves no partial file.
     """
-    path = Path(path).expanduser().absolute()
+    path = given_path(path, "the perf.data (a file to write)").expanduser().absolute()
     if path.is_dir():
         raise SaveError(f"{path} is a folder: give the name of the perf.data file to write")
     if path.exists() and not force:

@@ -18,6 +18,10 @@ class TruncatedStreamError(LldbTraceError):
     """The stream ends inside a packet: the file was cut short."""
 
 
+class NoPsbError(LldbTraceError):
+    """The stream holds no PSB packet: it is no Intel PT trace, or it was cut before its first one."""
+
+
 @dataclass(frozen=True)
 class ShownPacket:
     """A packet at ``offset``, or (``packet`` None) a decode error there, said in ``error``."""
@@ -31,14 +35,16 @@ def shown_packets(trace: bytes) -> Iterator[ShownPacket]:
     """Every packet after the first PSB; a decode error is shown too, and decoding resumes at the next PSB.
 
     So corrupt streams are listed as far as they can be.  A stream that ends
-    inside a packet raises TruncatedStreamError once every packet before the cut is out.
+    inside a packet raises TruncatedStreamError once every packet before the cut is out; one without a PSB
+    raises NoPsbError: there is nothing to list.
     """
     with libipt.PacketDecoder(libipt.Config(trace)) as decoder:
         try:
             decoder.sync_forward()
-        except libipt.LibiptError as error:
-            yield ShownPacket(0, error=f"{error.text}: no PSB in {len(trace)} bytes")
-            return
+        except libipt.LibiptError:
+            raise NoPsbError(
+                f"no PSB packet in its {len(trace)} bytes: it is no Intel PT trace, or it was cut before its first PSB"
+            ) from None
         while True:
             offset = decoder.offset
             try:

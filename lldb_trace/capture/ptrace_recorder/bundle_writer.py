@@ -19,6 +19,7 @@ from pathlib import Path
 from ...bundle.model import TscConversion
 from ...bundle.saver import SaveModule, SaveProcess, SaveThread, bundle_files, copy_name, destination_mode, write_files
 from ...elf_info import ElfInfo
+from ...given_paths import given_path
 from ...perf_data.writer import perf_data_bytes
 from ..cpu import SOFTWARE_CPU
 
@@ -87,7 +88,8 @@ def _in_memory(name, address, data, outdir, file_format):
 
 def check_outdir(outdir, force=False):
     """Refuse ``outdir`` before recording, for what would refuse the bundle after it (SaveError)."""
-    destination_mode(Path(outdir), BUNDLE_FILE, (), force, own_folder=earlier_recording)
+    destination_mode(given_path(outdir, "the recording (a new or empty folder)"), BUNDLE_FILE, (), force,
+                     own_folder=earlier_recording)  # fmt: skip
 
 
 def _status(recording, files):

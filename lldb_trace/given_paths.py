@@ -1,0 +1,18 @@
+"""A path the user typed, refused when it is empty: ``Path("")`` is the current folder, where a save would write
+its files and a load would look, none of which the user asked for."""
+
+from pathlib import Path
+
+from .errors import LldbTraceError
+
+
+class EmptyPathError(LldbTraceError):
+    """An empty path was given where a file or folder must be named."""
+
+
+def given_path(text, what):
+    """``text`` (a str, or a Path that was never empty) as a Path; ``what`` says what it should name, for the
+    error: "the trace (a bundle's JSON file, its folder or a perf.data)"."""
+    if isinstance(text, str) and not text:
+        raise EmptyPathError(f"the path is empty: give the path of {what}")
+    return Path(text)
