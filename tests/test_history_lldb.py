@@ -82,6 +82,9 @@ def test_without_a_core_the_past_shows_what_the_instructions_alone_determine(ses
     assert shown == proven and shown["rip"] == 0x40161D and "rsp" not in shown
     session.handle("register read rsp")
     assert "error: rsp is not known at this position" in session.streams()[1]
+    session.handle("register read foo rbx")  # no register at all: LLDB's own error, not "not known"
+    assert "error: Invalid register name 'foo'" in session.streams()[1]
+    assert "error: foo is not known" not in session.streams()[1]
     session.handle("register read")  # every register of LLDB's general set that it leaves out is named
     unknown = "not known at this position: rax, rbx, rcx, rdx, rsi, rdi, rbp, rsp, r8, r9, r10, r11, r12, r13, r14"
     assert f"{unknown}, r15, rflags, cs, ss, ds, es, fs, gs, fs_base, gs_base" in session.streams()[0]

@@ -16,7 +16,7 @@ import shlex
 import lldb
 
 from ..debugger import histories
-from ..debugger.register_layout import GENERAL_SET, GENERIC_NAMES
+from ..debugger.register_layout import GENERAL_SET, GENERIC_NAMES, X86_REGISTER_NAMES
 from ..errors import LldbTraceError
 from ..values.machine_state import GENERAL
 
@@ -56,8 +56,9 @@ def _unknown_registers(debugger, arguments):
         return False  # every general register is known (a core's, a recorder's state): LLDB's own command
     names = shlex.split(" ".join(arguments))
     known |= {alias for alias, name in GENERIC_NAMES.items() if name in known}
-    unknown = [name for name in (names or GENERAL_SET) if name.lstrip("$") not in known]
-    asked = [name for name in names if name.lstrip("$") in known]
+    register_names = X86_REGISTER_NAMES | GENERIC_NAMES.keys()
+    unknown = [name for name in (names or GENERAL_SET) if name.lstrip("$") in register_names - known]
+    asked = [name for name in names if name not in unknown]  # LLDB answers: the values, or "Invalid register name"
     if names and not unknown:
         return False
     result = lldb.SBCommandReturnObject()
@@ -69,6 +70,7 @@ def _unknown_registers(debugger, arguments):
             _running.pop()
     output = debugger.GetOutputFile()
     output.Write(result.GetOutput().encode())
+    debugger.GetErrorFile().Write(result.GetError().encode())
     if not names:
         output.Write(f"not known at this position: {', '.join(unknown)}\n".encode())
     else:
