@@ -150,6 +150,21 @@ def test_a_read_partly_known_names_the_first_unknown_byte(lldb_build, tmp_path):
     check_partial(*in_lldb(lldb_build, tmp_path, [f"trace load {end_core_only(tmp_path)}", *PARTIAL]))
 
 
+@BOTH_LLDBS
+def test_a_structs_unknown_fields_are_one_line_each(lldb_build, tmp_path):
+    """At gradebook's start, from its end core alone, ``ada``'s fields are not known: each is one line (lldb-22
+    adds an empty line after each failed read it shows, except inside an array's parentheses)."""
+    out, _ = in_lldb(lldb_build, tmp_path, [f"trace load {end_core_only(tmp_path)}", "pt goto 2", "frame variable ada"])
+    shown = out[out.index("(student) ada = {") :].split("}\n")[0]
+    assert shown.splitlines()[1:] == [
+        "  name = <not known at this position>",
+        "  marks = ([0] = <not known at this position>, [1] = <not known at this position>, [2] = <not known at"
+        " this position>, [3] = <not known at this position>)",
+        "  course = <not known at this position>",
+        "  count = <not known at this position>",
+    ]
+
+
 UNLOCATED = ["pt goto 100", "frame variable", "p mark", "p 1+1"]
 
 

@@ -39,9 +39,9 @@ _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
 _UNLOCATED = re.compile(r"No frame base available for this historical stack frame|unable to convert register kind")
 _UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's result (a struct's field) back
 # how LLDB shows a value it could not read at a past position: memory, the frame base, a register it cannot name
-# (LLDB 22 adds an empty line after the last two)
+# (LLDB 22 adds an empty line after each, but inside an array's parentheses)
 _UNREAD_VALUE = re.compile(
-    r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>"
+    r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>(\n(?=\n))?"
     r"|<No frame base available for this historical stack frame\.>(\n(?=\n))?"
     r"|<unable to convert register kind=\d+ reg_num=\d+ to a native register number>(\n(?=\n))?"
 )
