@@ -31,6 +31,9 @@ FLAVOR = Option(  # LLDB's dumps follow target.x86-disassembly-flavor instead
 MTC_PERIOD = 9  # an MTC every 512 crystal clocks (20 us): the software recorder runs far slower than hardware
 
 
+_OVERFLOW_LOST = 64  # instructions an injected overflow loses, unless --overflow-lost says
+
+
 def _versions(_args):
     from . import libipt
 
@@ -107,6 +110,8 @@ def _record(args):
     if not args.program:
         raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")
     program, *program_args = args.program
+    if args.overflow_lost is not None and args.overflow_at is None:
+        raise LldbTraceError("--overflow-lost goes with --overflow-at: it says how much the injected overflow loses")
     options = RecordOptions(
         until=args.until,
         from_start=args.from_start,
@@ -117,7 +122,7 @@ def _record(args):
         psb_period=_psb_period(args.psb_period, args.buffer),
         buffer_kb=args.buffer,
         overflow_at=args.overflow_at,
-        overflow_lost=args.overflow_lost,
+        overflow_lost=args.overflow_lost or _OVERFLOW_LOST,
         cores=not args.no_core,
     )
     check_outdir(args.output, args.force)  # before minutes of recording, not after
@@ -154,7 +159,9 @@ def _record(args):
     longest = max((len(recorder.truth.addresses) for recorder in recording.threads.values()), default=0)
     if args.overflow_at is not None and longest <= args.overflow_at:
         print(
-            f"note: no thread ran {args.overflow_at + 1} instructions: --overflow-at injected nothing", file=sys.stderr
+            f"note: --overflow-at {args.overflow_at} injected nothing: no thread reached instruction {args.overflow_at}"
+            f" (numbered from 0; the longest thread ran {longest})",
+            file=sys.stderr,
         )
     for problem in recording.cores.problems if recording.cores else ():
         print(f"note: no core written: {problem}", file=sys.stderr)
@@ -223,7 +230,7 @@ def _parser():
     rec.add_argument("--buffer", type=_positive, metavar="KB", help="keep only the last KB KiB (circular buffer)")
     rec.add_argument("--threads", choices=["main", "all"], default="main", help="which threads to record")
     rec.add_argument("--overflow-at", type=int, metavar="N", help="inject an overflow at instruction N")
-    rec.add_argument("--overflow-lost", type=_positive, default=64, metavar="N", help="instructions it loses")
+    rec.add_argument("--overflow-lost", type=_positive, metavar="N", help="instructions it loses (default 64)")
     rec.add_argument("--copy-program", action="store_true", help="copy the executable into the bundle")
     rec.add_argument(
         "--no-core",

@@ -54,6 +54,9 @@ def test_numbers_are_read_as_lldb_reads_them(loaded):
         ("pt dump -i -c -3", "--count must be 0 or more, not -3"),
         ("pt dump -i --id -1", "--id must be 0 or more, not -1"),
         ("pt find --write 0x1000 --size -1", "--size must be 1 or more, not -1"),  # as --size 0 is refused
+        ("pt dump -i -c 2 --file ''", "the path is empty: give the path of the file to write the dump to (--file)"),
+        ("pt profile --range ''", "the range is empty: write FROM:TO"),  # it profiled every item
+        ("pt save --format perf /nowhere/x.data --copy-images", "--copy-images does not apply to --format perf"),
         ("pt dump -t abc", "--tid: 'abc' is not a thread id"),
         ("pt start -b big", f"--buffer-size: 'big' {NOT_A_NUMBER}"),
         ("pt start --psb-period 4k", f"--psb-period: '4k' {NOT_A_NUMBER}"),
@@ -75,6 +78,7 @@ def test_bad_values_are_one_line_errors(loaded, command, message):
         ("thread trace dump instructions -s x1", f"--offset: 'x1' {NOT_A_NUMBER}"),
         ("thread trace dump instructions -i 99999", "--id 99999 is past the end"),
         ("thread trace dump instructions 7", "no thread with index 7: 'thread list' shows the indexes"),
+        ("thread trace dump instructions -c 2 -F", "-F needs a value: -F FILE"),  # it dumped to the screen
         ("trace dump --instructions -c abc", f"--count: 'abc' {NOT_A_NUMBER}"),
     ],
 )

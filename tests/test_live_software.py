@@ -129,11 +129,13 @@ def test_without_intel_pt_auto_records_in_software_and_intel_pt_says_why(program
         error = session.handle("pt start --backend intel-pt").GetError()
         assert "no Intel PT" in error and "--backend software" in error
         assert "-b 3: the buffer size must be a power of two" in session.handle("pt start -b 3").GetError()
+        assert "-b 0: the buffer size must be a power of two" in session.handle("pt start -b 0").GetError()
         error = session.handle("pt start --all").GetError()  # it recorded the selected thread alone, silently
-        assert "--all traces every thread, later ones too, which only --backend intel-pt does (no Intel PT" in error
+        only = "--all traces every thread, later ones too, which only --backend intel-pt does"
+        assert f"{only} (this CPU has no Intel PT)" in error
         assert "drop --all" in error and "not traced" in session.handle("pt stop").GetError()
         message = session.ok("pt start")
-        assert "software recorder (no Intel PT: this CPU has no Intel PT" in message
+        assert "with the software recorder (this CPU has no Intel PT)." in message
         assert "already traced" in session.handle("pt start").GetError()
         session.ok("pt stop")
         session.ok("breakpoint set -n fib")

@@ -212,6 +212,23 @@ def test_known_states_name_the_traces_positions_past_a_gap(tmp_path):
     assert any(values._effect(address).kind == "syscall" for address in truth.addresses[start:end])  # one lost
 
 
+def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):
+    """--overflow-lost alone is refused before recording; --overflow-at past the recording's end is a note."""
+    binary = tmp_path / "crash"
+    subprocess.run(["gcc", "-O0", "-o", str(binary), str(SOURCES / "crash.c")], check=True)
+    alone = record_cli(tmp_path / "a", binary, "--overflow-lost", "5")
+    assert alone.returncode == 1 and not (tmp_path / "a").exists()
+    assert (
+        alone.stderr == "error: --overflow-lost goes with --overflow-at: it says how much the injected overflow loses\n"
+    )
+    late = record_cli(tmp_path / "b", binary, "--overflow-at", "99999999")
+    assert late.returncode == 0, late.stderr
+    assert (
+        "note: --overflow-at 99999999 injected nothing: no thread reached instruction 99999999 (numbered from 0;"
+        in (late.stderr)
+    )
+
+
 def _known_states_stand_at_their_instructions(folder):
     """Every system call's result is at a ``syscall`` of the trace, and the register states load (their pcs are
     checked against the trace's addresses)."""

@@ -25,15 +25,17 @@ class ItemRange:
 
 
 def parse_range(text: str | None, item_count: int) -> ItemRange:
-    """The ItemRange ``text`` names within ``item_count`` items; None or "" is every item.
+    """The ItemRange ``text`` names within ``item_count`` items; None (no --range) is every item, and so is ``:``.
 
     Either side may be left out (``:500``, ``1000:``) and negative numbers count
     from the end, as Python slices do, but TO is included.
     """
     if item_count <= 0:
         raise RangeError("the thread has no items to analyse")
-    if not text:
+    if text is None:
         return ItemRange(0, item_count - 1)
+    if not text.strip():
+        raise RangeError("the range is empty: write FROM:TO with item indices, e.g. 1000:2000 (':' is every item)")
     start, colon, stop = text.partition(":")
     try:
         first = int(start, 0) if start.strip() else 0

@@ -11,6 +11,7 @@ import lldb
 from ..debugger.histories import history_position
 from ..debugger.symbolizer import LldbSymbolizer, disassembly_flavor
 from ..errors import LldbTraceError
+from ..given_paths import given_path
 from ..option_table import DUMP_OPTIONS
 from ..traced_thread import TracedThread
 from ..views import INFO, Continuation, dump_options, dump_thread, render, render_info, session_info
@@ -132,7 +133,7 @@ def _has_short(command, letters):
 
 
 def _emit(result, text, parser):
-    path = parser.file if parser.was_set("file") else None
+    path = given_path(parser.file, "the file to write the dump to (--file)") if parser.was_set("file") else None
     if path:
         try:
             with open(path, "w") as out:

@@ -1,12 +1,11 @@
 """``pt profile``: where a thread's history spent its instructions and time, per function, source line or module."""
 
-from pathlib import Path
-
 import lldb
 
 from ..debugger import histories
 from ..errors import LldbTraceError
 from ..export.output import staged
+from ..given_paths import given_path
 from ..option_table import RANGE, TID, Option
 from ..profile import GROUPINGS, SORTS, profile
 from ..views.profile import profile_json, profile_text
@@ -83,7 +82,7 @@ class ProfileCommand(TidOptionCommand):
 
 def _write(path, text):
     """Write ``text`` to ``path`` whole or not at all (a staged file renamed over it)."""
-    path = Path(path).expanduser()
+    path = given_path(path, "the file to write the profile to (--file)").expanduser()
     if not path.parent.is_dir():
         raise LldbTraceError(f"cannot write {path}: the folder {path.parent} does not exist")
     with staged(path) as out:

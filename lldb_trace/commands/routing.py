@@ -45,6 +45,7 @@ _NATIVE_OPTIONS = {
     "-t": ("--time", False), "--time": ("--time", False),
 }  # fmt: skip
 
+_VALUE_NAMES = {"--file": "FILE", "--count": "COUNT", "--id": "ID", "--offset": "COUNT"}  # for the error
 _PLAIN = re.compile(r"^[\w./:@%+=,-]+$")
 
 
@@ -59,8 +60,9 @@ def quote(argument):
 RENAMED = (("-s/--skip", "--offset"), ("-J/--pretty-json", "--json"))
 
 
-class ThreadIndexError(ValueError):
-    """A ``thread trace dump`` thread index that names no thread."""
+class NativeArgumentError(ValueError):
+    """A ``thread trace dump`` argument that cannot be translated: a thread index that names no thread, an option
+    missing its value."""
 
 
 def thread_options(debugger, arguments):
@@ -72,14 +74,16 @@ def thread_options(debugger, arguments):
         index = parse_number(argument)
         if argument in _NATIVE_OPTIONS:
             option, takes_value = _NATIVE_OPTIONS[argument]
-            value = next(arguments, "") if takes_value else None
+            value = next(arguments, None) if takes_value else None
+            if takes_value and value is None:
+                raise NativeArgumentError(f"{argument} needs a value: {argument} {_VALUE_NAMES[option]}")
             translated.append(option if value is None else f"{option} {quote(value)}")
         elif argument == "all" and process.IsValid():
             translated += [f"-t {thread.GetThreadID()}" for thread in process]
         elif index is not None and process.IsValid():
             thread = process.GetThreadByIndexID(index)
             if not thread.IsValid():
-                raise ThreadIndexError(f"no thread with index {argument}: 'thread list' shows the indexes")
+                raise NativeArgumentError(f"no thread with index {argument}: 'thread list' shows the indexes")
             translated.append(f"-t {thread.GetThreadID()}")
         else:
             translated.append(quote(argument))
@@ -115,7 +119,7 @@ def _forwarder(debugger, builtin, replacement):
                 arguments = thread_options(debugger, arguments)
             else:
                 arguments = [quote(argument) for argument in arguments]
-        except ThreadIndexError as error:
+        except NativeArgumentError as error:
             _error(debugger, f"{builtin}: {error}")
             return True
         debugger.HandleCommand(" ".join([replacement, *arguments]))

@@ -9,6 +9,7 @@ from ..bundle.saver import SaveModule, SaveProcess, SaveThread, save_bundle
 from ..debugger.core_snapshot import core_name, live_snapshot
 from ..debugger.histories import live_of
 from ..debugger.registry import recorder_for
+from ..errors import LldbTraceError
 from ..option_table import BUNDLE_FORMATS, Option
 from ..perf_data import cpu_streams, save_perf_data
 from ..values.core_writer import write_core
@@ -83,6 +84,12 @@ class SaveCommand(TraceCommand):
         if len(args) != 1:
             result.SetError("give one place to save to: pt save PATH (a directory or a .json file)")
             return
+        parser = self.get_parser()
+        if parser.format == "perf" and parser.was_set("copy-images"):
+            raise LldbTraceError(
+                "--copy-images does not apply to --format perf: a perf.data names each module by its file's path;"
+                " save a bundle (no --format) to copy them"
+            )
         target, process_trace = selected_trace(debugger, exe_ctx)
         bundle = process_trace.bundle
         process = process_trace.process
@@ -91,7 +98,6 @@ class SaveCommand(TraceCommand):
             SaveModule(name, None, address, None, contents=data)
             for name, address, data in process_trace.source.memory_modules()
         ]
-        parser = self.get_parser()
         live_target = live_of(target) or target  # a history view saves the live process it shows
         recorder = recorder_for(live_target)  # after 'pt stop' too: the process still stands where its trace ends
         live = recorder is not None and live_target.GetProcess().IsValid()

@@ -70,7 +70,7 @@ class StartCommand(TidOptionCommand):
         if process.GetPluginName() == "ScriptedProcess":
             raise LldbTraceError("this target is a loaded trace, not a live process: 'pt start' needs a running one")
         tids = _tids(process, self.tids, parser.was_set("all"))
-        buffer_kb = _buffer_kb(parser.buffer_kb)
+        buffer_kb = _buffer_kb(parser.buffer_kb) if parser.was_set("buffer-size") else 0  # 0: the default
         chosen, why_not = _choose_backend(backend)
         if chosen == "software" and parser.was_set("all"):
             raise LldbTraceError(
@@ -135,7 +135,7 @@ def _tids(process, tids, all_threads):
 
 
 def _buffer_kb(kb):
-    if kb and (kb < 4 or kb & (kb - 1)):
+    if kb < 4 or kb & (kb - 1):
         raise LldbTraceError(f"-b {kb}: the buffer size must be a power of two of at least 4 KiB")
     return kb
 
@@ -147,7 +147,7 @@ def _choose_backend(backend):
     try:
         intel_pt_pmu.check_available()
     except LldbTraceError as error:
-        return "software", f"no Intel PT: {str(error).split(':')[0]}"
+        return "software", str(error).split(":")[0].split(" (")[0]  # "this CPU has no Intel PT": the gist
     return "intel-pt", None
 
 
