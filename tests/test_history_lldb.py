@@ -82,6 +82,11 @@ def test_without_a_core_the_past_shows_what_the_instructions_alone_determine(ses
     assert shown == proven and shown["rip"] == 0x40161D and "rsp" not in shown
     session.handle("register read rsp")
     assert "error: rsp is not known at this position" in session.streams()[1]
+    session.handle("register read --all")  # the sets with no register known are not listed as empty headings
+    out = session.streams()[0]
+    every = out[out.rindex("General Purpose Registers:") :]
+    assert "Floating Point Registers:" not in every and "rip = 0x000000000040161d" in every
+    assert every.rstrip().endswith("fs_base, gs_base, the floating point registers")
     session.handle("register read foo rbx")  # no register at all: LLDB's own error, not "not known"
     assert "error: Invalid register name 'foo'" in session.streams()[1]
     assert "error: foo is not known" not in session.streams()[1]

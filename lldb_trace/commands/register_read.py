@@ -11,15 +11,17 @@ override says what is known instead: where that frame resumes.  Where LLDB
 unwinds the frames itself (a core's state at the end) its command runs.
 """
 
+import re
 import shlex
 
 import lldb
 
 from ..debugger import histories
-from ..debugger.register_layout import GENERAL_SET, GENERIC_NAMES, X86_REGISTER_NAMES
+from ..debugger.register_layout import FLOATING_SET, GENERAL_SET, GENERIC_NAMES, X86_REGISTER_NAMES
 from ..errors import LldbTraceError
 from ..values.machine_state import GENERAL
 
+_EMPTY_SET = re.compile(r"^[^\n]* Registers:\n(?:\n|$)", re.MULTILINE)  # a set's heading, and no register
 _running = []  # non-empty while LLDB's own command runs inside the override
 
 
@@ -48,12 +50,15 @@ def _override(debugger):
 def _unknown_registers(debugger, arguments):
     """At frame 0 in history: LLDB's answer for the known registers, "not known" for the rest (True: done)."""
     target = debugger.GetSelectedTarget()
-    if not histories.shows_history(target) or any(word.startswith("-") for word in arguments):
+    every = arguments in (["-a"], ["--all"])
+    if not histories.shows_history(target) or (any(word.startswith("-") for word in arguments) and not every):
         return False
     frame = target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
     known = {register.GetName() for group in frame.GetRegisters() for register in group}
     if not known or known.issuperset(GENERAL):
         return False  # every general register is known (a core's, a recorder's state): LLDB's own command
+    if every:
+        return _every_register(debugger, known)
     names = shlex.split(" ".join(arguments))
     known |= {alias for alias, name in GENERIC_NAMES.items() if name in known}
     register_names = X86_REGISTER_NAMES | GENERIC_NAMES.keys()
@@ -78,6 +83,25 @@ def _unknown_registers(debugger, arguments):
         for name in unknown:
             errors.Write(f"error: {name} is not known at this position\n".encode())
         errors.Flush()
+    output.Flush()
+    return True
+
+
+def _every_register(debugger, known):
+    """``register read --all``: LLDB's sets, less the headings of those with no register known, and the registers
+    not known named (LLDB would list the empty sets' headings alone)."""
+    result = lldb.SBCommandReturnObject()
+    _running.append(True)
+    try:
+        debugger.GetCommandInterpreter().HandleCommand("register read --all", result)
+    finally:
+        _running.pop()
+    unknown = [name for name in GENERAL_SET if name not in known]
+    floating = [name for name in FLOATING_SET if name not in known]
+    unknown += ["the floating point registers"] if len(floating) == len(FLOATING_SET) else floating
+    output = debugger.GetOutputFile()
+    output.Write(_EMPTY_SET.sub("", result.GetOutput()).encode())
+    output.Write(f"not known at this position: {', '.join(unknown)}\n".encode())
     output.Flush()
     return True
 

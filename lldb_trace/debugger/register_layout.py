@@ -34,6 +34,7 @@ _PARTS = {
     **{f"{r[1:]}l": (r, 7, 0) for r in ("rdi", "rsi", "rbp", "rsp")},
     **{f"r{i}l": (f"r{i}", 7, 0) for i in range(8, 16)},
 }
+FLOATING_SET = (*_X87, *_STACK, *_VECTOR)  # what 'register read --all' adds, where a core gives them
 _SETS = ["General Purpose Registers", "Floating Point Registers", "Parts of General Purpose Registers"]
 _ALT_NAMES = {"rip": "pc", "rsp": "sp", "rbp": "fp"}
 # LLDB's generic names of the registers a command may name instead (``register read pc``)
