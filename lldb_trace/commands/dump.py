@@ -72,8 +72,9 @@ class DumpCommand(TidOptionCommand):
         _EVENTS_HELP,
         _CALLS_HELP,
         "Every dump: -t TID picks a thread (repeat it for several), --json prints JSON and --file PATH writes to"
-        " PATH. Pressing Enter after a dump continues where it stopped (--continue). Numbers are decimal or hex"
-        " (0x1f). Disassembly follows target.x86-disassembly-flavor (AT&T unless it is 'intel').",
+        " PATH. Pressing Enter after a dump continues where it stopped (--continue). Numbers are decimal, hex"
+        " (0x1f) or octal (010), as LLDB reads them. Disassembly follows target.x86-disassembly-flavor (AT&T"
+        " unless it is 'intel').",
     )
 
     options = DUMP_OPTIONS

@@ -28,7 +28,7 @@ import lldb
 from ..debugger import registry
 from ..debugger.histories import shows_history
 from ..debugger.register_layout import X86_REGISTER_NAMES
-from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, name_asked_address
+from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, WHY_UNKNOWN, name_asked_address
 from ..debugger.shown_state import known_memory
 from .routing import quote
 
@@ -46,10 +46,6 @@ _UNREAD_VALUE = re.compile(
     r"|<unable to convert register kind=\d+ reg_num=\d+ to a native register number>(\n(?=\n))?"
 )
 UNKNOWN_VALUE = "<not known at this position>"
-WHY_UNKNOWN = (
-    "a trace records which instructions ran, not the data they used, and the known states (a core file where the"
-    " trace ends, the state where recording started) and the instructions between do not determine it"
-)
 _SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
 _LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
 _BAD_START = "invalid start address expression"

@@ -43,10 +43,11 @@ def _held(description):
     return {"type": lldb.eStopReasonSignal, "data": {"signal": _HELD, "desc": description}}
 
 
-UNKNOWN_MEMORY = (
-    "is not known at this position: a trace records which instructions ran, not the data they used; what the "
-    "known states (a core file, the recording's start) and the instructions between do not determine is unknown"
+WHY_UNKNOWN = (
+    "a trace records which instructions ran, not the data they used, and the known states (a core file where the"
+    " trace ends, the state where recording started) and the instructions between do not determine it"
 )
+UNKNOWN_MEMORY = f"is not known at this position: {WHY_UNKNOWN}"
 MAPPED_FROM = 0x10000  # Linux's vm.mmap_min_addr: no process maps memory below it
 NOTHING_MAPPED = f"no process maps memory below {MAPPED_FROM:#x} (a null pointer, or a field through one?)"
 _asked = [None]  # the address the user's memory read names (commands/unknown_values.py), for the message
