@@ -88,7 +88,7 @@ class FindIn:
         try:
             matches = find(thread.history, thread.symbolizer, self.function, self.line, self.address, limit)
         except FindError as error:
-            return Found([], False, str(error))
+            return Found([], False, error.reason)  # (a hint names LLDB's commands)
         more = bool(self.count) and len(matches) > self.count
         shown = matches[: self.count] if self.count else matches
         return Found(shown_matches(shown, thread.symbolizer), more)

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
 
 class FindError(LldbTraceError):
-    """A search that names nothing in the traced modules, or is not one search."""
+    """A search that cannot be made: ``reason`` says why, ``hint`` (for a debugger's user) how to look further."""
+
+    def __init__(self, reason, hint=""):
+        super().__init__(f"{reason} ({hint})" if hint else reason)
+        self.reason = reason
 
 
 def find(
@@ -38,7 +42,7 @@ def find(
     if function is not None:
         entries = named_calls.targets(history.map.forest, symbolizer, function)
         if not entries and not symbolizer.function_entries(function):
-            raise FindError(f"no function named '{function}' in the traced modules ('image lookup -r -n' lists names)")
+            raise FindError(f"no function named '{function}' in the traced modules", "'image lookup -r -n' lists names")
         return history.find(entries=entries, limit=limit) if entries else []
     if address is not None:
         return history.find(addresses=[address], limit=limit)
