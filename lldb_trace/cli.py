@@ -78,6 +78,8 @@ def _dump(args):
     from . import api
     from .views import INFO, dump_options, dump_thread, render, render_info, session_info
 
+    if args.file is not None:
+        raise LldbTraceError(f"lldb-trace dump prints to its standard output: redirect it, '> {args.file}'")
     options = dump_options(given_arguments(args, DUMP_OPTIONS))
     from .perf_data import BinarySearch
 
@@ -265,6 +267,7 @@ def _dump_parser(commands):
     )
     dump.add_argument("bundle", metavar="BUNDLE", help="a bundle's JSON file, a folder holding trace.json, a perf.data")
     add_arguments(dump, (*DUMP_OPTIONS, SEARCH_PATH, replace(SYSROOT, short="R"), FLAVOR, WORKERS))  # -r is --raw here
+    dump.add_argument("-F", "--file", help=argparse.SUPPRESS)  # pt dump's, which a shell does with '>'
     dump.set_defaults(run=_dump)
 
 

@@ -6,6 +6,7 @@ agree on every address these bundles executed (test_api checks that), so the
 text and the JSON must be the same, character for character.
 """
 
+import argparse
 import re
 import shlex
 import subprocess
@@ -126,6 +127,7 @@ def test_options_mean_what_they_mean_in_pt_dump(capsys):
         ("-C --kind", "--kind does not apply to --function-calls"),
         ("-i --id 99999", "--id 99999 is past the end of thread"),
         ("-i -t 77", "the trace has no thread 77"),
+        ("-i --file out.txt", "lldb-trace dump prints to its standard output: redirect it, '> out.txt'"),
     ]:
         assert cli.main(["dump", str(folder), *shlex.split(options)]) == 1
         error = capsys.readouterr().err
@@ -138,7 +140,11 @@ def test_the_command_line_takes_the_options_of_pt_dump(session):
     lldb_help = " ".join(session.ok("help pt dump").split())
     in_lldb = {long: short for short, long in re.findall(r" -(\w) (?:<[\w-]+> )?\( --([\w-]+)", lldb_help)}
     commands = next(action for action in cli._parser()._actions if action.choices and "dump" in action.choices)
-    options = [action for action in commands.choices["dump"]._actions if action.option_strings]
+    options = [  # (not --file: a hidden option, whose error says to redirect the output)
+        action
+        for action in commands.choices["dump"]._actions
+        if action.option_strings and action.help != argparse.SUPPRESS
+    ]
     on_command_line = {action.option_strings[-1][2:]: action for action in options}
     assert set(in_lldb) - set(on_command_line) == {"continue", "file"}  # Enter, and LLDB's output
     # pt load's; LLDB's setting; the environment's LLDB_TRACE_WORKERS inside LLDB
