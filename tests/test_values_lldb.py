@@ -145,6 +145,7 @@ def test_the_faulty_write_is_found_by_pt_find_write_and_a_watchpoint(session, re
     session.ok("watchpoint set variable ada.course")
     listed = session.streams()[0]
     assert "Watchpoint created: Watchpoint 1: addr = " in listed
+    assert "\n    watchpoint spec = 'ada.course'\n" in listed  # as LLDB says it (no "(expression)" of ours)
     session.handle("watchpoint modify -c 'ada.count == 5' 1")  # LLDB said "no watchpoints exist to be modified"
     assert "error: a trace's watchpoints take no condition, ignore count or commands" in session.streams()[1]
     report = session.ok("pt reverse-continue")

@@ -176,8 +176,7 @@ def _describe(watchpoint):
             f" state = {state} type = {_SHORT_KIND[watchpoint.kind]}")  # fmt: skip
     if watchpoint.declared:
         text += f"\n    declare @ '{watchpoint.declared}'"
-    spec = "variable" if watchpoint.declared else "expression"
-    return text + f"\n    watchpoint spec = '{watchpoint.spec}' ({spec})\n    hit_count = {watchpoint.hit_count}"
+    return text + f"\n    watchpoint spec = '{watchpoint.spec}'\n    hit_count = {watchpoint.hit_count}"  # as LLDB
 
 
 def _list(target, _args):
