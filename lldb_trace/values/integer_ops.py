@@ -1,18 +1,30 @@
 """The commonest generic integer instructions computed here rather than in unicorn: shifts and rotates by a constant
-or by cl, and the two- and three-operand imul.
+or by cl, and the two- and three-operand imul; and the cases where unicorn's answer is not the CPU's.
 
 Unicorn runs an instruction twice (emulator.py) for about half a millisecond; an -O0 loop's hashing spends a
 quarter of a window's solving there.  These are the same results, for the destination only: their flags are
 partly undefined (AF, OF after a multi-bit shift, SF/ZF/PF after imul), so, as for the emulator, rflags is
-not computed.  A shift whose masked count is 0 changes nothing but may still zero-extend a 32-bit destination:
-it is left to unicorn.
+not computed.
+
+Unicorn (QEMU) writes some destinations the CPU leaves alone, and zero-extends what it writes as 32 bits:
+- ``cmpxchg`` with 32-bit operands that succeeds does not write the accumulator (rax keeps its upper half);
+  one that fails loads the accumulator, and a register destination keeps its upper half on Intel (written
+  back, the SDM says): so it is computed here, that destination unknown after a failure;
+- ``bsf``/``bsr`` of 0 leave the destination undefined (Intel; unchanged on AMD): unknown;
+- a shift or rotate whose masked count is 0 changes nothing, but whether a 32-bit destination is zero-extended
+  then is the CPU's choice: known only where its upper half is 0 anyway;
+- ``bswap`` of 16 bits, and ``shld``/``shrd`` of 16 bits by more than 16, are undefined: unknown.
 """
 
-from .registers import RCX
+from .effects import Operand
+from .registers import RAX, RCX, RFLAGS
 from .rules import write_operand
-from .semantics import operand_value
+from .semantics import alu, new_flags, operand_value
 
 _SHIFTS = frozenset(("shl", "sal", "shr", "sar", "rol", "ror"))
+_CARRY_ROTATES = frozenset(("rcl", "rcr"))
+_DOUBLE_SHIFTS = frozenset(("shld", "shrd"))
+_BIT_SCANS = frozenset(("bsf", "bsr"))
 
 
 def compute(effect, get, loads):
@@ -23,7 +35,92 @@ def compute(effect, get, loads):
         return _shift(mnemonic, operands, get, loads.get)
     if mnemonic == "imul" and len(operands) in (2, 3):
         return _multiply(operands, get, loads.get)
+    if mnemonic == "cmpxchg" and len(operands) == 2:
+        return _compare_exchange(operands, get, loads.get)
+    return _not_unicorns(mnemonic, operands, get, loads.get)
+
+
+def _not_unicorns(mnemonic, operands, get, load):
+    """``({}, {})`` (nothing known after it) where the CPU's result is undefined or its own and unicorn's may
+    differ (see the module doc); None where unicorn's answer is the CPU's."""
+    if not operands:
+        return None
+    destination = operands[0]
+    if mnemonic in _BIT_SCANS and len(operands) == 2:
+        return ({}, {}) if operand_value(operands[1], get, load) == 0 else None
+    if mnemonic == "bswap":
+        return ({}, {}) if destination.width == 16 else None
+    if mnemonic in _DOUBLE_SHIFTS and len(operands) == 3:
+        count = _count(operands[2], get)
+        if count is not None and destination.width == 16 and count & 31 > 16:
+            return {}, {}
+    elif mnemonic in _CARRY_ROTATES and len(operands) in (1, 2):
+        count = 1 if len(operands) == 1 else _count(operands[1], get)
+    else:
+        return None
+    if count is not None and count & 31 == 0 and _upper_half_unsure(destination, get):
+        return {}, {}
     return None
+
+
+def _unchanged(destination, get, value):
+    """An instruction that changed neither its destination nor the flags (a shift by 0), as far as that is sure."""
+    if _upper_half_unsure(destination, get):
+        return {}, {}
+    regs, stores = {}, {}
+    for register in (RFLAGS, destination.reg[0] if destination.kind == "reg" else None):
+        if register is not None and get(register) is not None:
+            regs[register] = get(register)
+    if destination.kind == "mem" and value is not None:
+        stores[destination.store] = value  # the same bytes
+    return regs, stores
+
+
+def _count(operand, get):
+    """A shift count operand's value (an immediate or cl), or None."""
+    if operand.kind == "imm":
+        return operand.imm
+    if operand.kind == "reg" and operand.reg == (RCX, 0, 8):
+        value = get(RCX)
+        return None if value is None else value & 0xFF
+    return None
+
+
+def _upper_half_unsure(destination, get):
+    """Whether a 32-bit register destination left alone may or may not be zero-extended to a different value."""
+    if destination.kind != "reg" or destination.width != 32:
+        return False
+    value = get(destination.reg[0])
+    return value is None or value >> 32 != 0
+
+
+def _compare_exchange(operands, get, load):
+    """``cmpxchg DEST, SRC``: DEST = SRC where the accumulator equals DEST (the accumulator left whole), else the
+    accumulator = DEST (a 32-bit one zero-extended) and DEST written back as it was (a 32-bit register's upper half
+    as the CPU pleases: unknown)."""
+    destination, source = operands
+    width = destination.width
+    accumulator, old = get(RAX), operand_value(destination, get, load)
+    if accumulator is None or old is None or width not in (8, 16, 32, 64):
+        return {}, {}
+    mask = (1 << width) - 1
+    _, flags = alu("cmp", accumulator & mask, old, width)
+    regs, stores = {}, {}
+    rflags = new_flags(get(RFLAGS), flags)
+    if rflags is not None:
+        regs[RFLAGS] = rflags
+    if accumulator & mask == old:
+        regs[RAX] = accumulator
+        write_operand(destination, get, operand_value(source, get, load), regs, stores)
+    else:
+        write_operand(_accumulator(width), get, old, regs, stores)
+        if destination.kind == "mem" or width != 32:
+            write_operand(destination, get, old, regs, stores)  # the same bytes again
+    return regs, stores
+
+
+def _accumulator(width):
+    return Operand("reg", reg=(RAX, 0, width), width=width)
 
 
 def _shift(mnemonic, operands, get, load):
@@ -41,8 +138,10 @@ def _shift(mnemonic, operands, get, load):
         return {}, {}
     count &= 63 if width == 64 else 31
     value = operand_value(destination, get, load)
-    if count == 0 or width not in (8, 16, 32, 64):
+    if width not in (8, 16, 32, 64):
         return None
+    if count == 0:  # nothing changes, flags included; a 32-bit register's upper half is the CPU's choice
+        return _unchanged(destination, get, value)
     if value is None:
         return {}, {}
     mask = (1 << width) - 1
