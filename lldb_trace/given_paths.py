@@ -10,7 +10,7 @@ class EmptyPathError(LldbTraceError):
     """An empty path was given where a file or folder must be named."""
 
 
-def given_path(text, what):
+def given_path(text: str | Path, what: str) -> Path:
     """``text`` (a str, or a Path that was never empty) as a Path; ``what`` says what it should name, for the
     error: "the trace (a bundle's JSON file, its folder or a perf.data)"."""
     if isinstance(text, str) and not text:
