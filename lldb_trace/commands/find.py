@@ -7,13 +7,19 @@ from ..debugger import histories
 from ..errors import LldbTraceError
 from ..history import queries
 from ..option_table import TID, Option
-from ..values.accesses import MAX_SIZE, accesses
+from ..values.accesses import MAX_SIZE, accesses, in_shared_mapping
 from ..values.process_values import values_of
 from ..views.accesses import accesses_json, accesses_text, shown_accesses
 from ..views.matches import matches_json, matches_text, shown_matches
 from .base import TidOptionCommand, address_of, help_paragraphs, parse_number
 
 DEFAULT_COUNT = 20
+
+
+SHARED_NOTE = (
+    "note: these bytes are in a shared mapping: another process, or this one through another mapping of the same"
+    " memory, may write them too, unseen; their values are known only where a known state gives them"
+)
 
 
 class FindCommand(TidOptionCommand):
@@ -98,6 +104,8 @@ class FindCommand(TidOptionCommand):
         else:
             what = f"{'wrote' if writes else 'read'} the {size} byte(s) at 0x{address:x} (thread tid {tid})"
             result.AppendMessage(accesses_text(shown, what, more))
+            if in_shared_mapping(values, address, size):
+                result.AppendMessage(SHARED_NOTE)
         result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
 
     def _tid(self, target, trace):

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..capture.process_view import read_maps
 from ..errors import LldbTraceError
 from ..values.core_writer import dump_core
 from ..values.process_values import values_of
@@ -61,7 +62,16 @@ def keep_known_states(session, start_core):
     process = session.target.GetProcess()
     values = values_of(session.trace)
     values.live_end = lambda tid: live_state(process, tid)
+    values.live_shared = lambda: _shared_mappings(process.GetProcessID())
     if hasattr(session.backend, "state_arrays"):  # the software recorder reads the registers at each stop
         values.live_states = session.backend.state_arrays
     if start_core is not None:
         session.trace.process = replace(session.trace.process, start_core_file=start_core)
+
+
+def _shared_mappings(pid):
+    """The live process's MAP_SHARED mappings, [(start, end)] (none once it is gone: it has no end state then)."""
+    try:
+        return [(mapping.start, mapping.end) for mapping in read_maps(pid) if "s" in mapping.perms]
+    except OSError:
+        return []

@@ -30,3 +30,9 @@ def accesses(values: ThreadValues, write: int | None, read: int | None, size: in
         raise AccessQueryError(f"{size} bytes at {address:#x} run past the end of the address space")
     found = values.accesses(address, size, ("write",) if write is not None else ("read",))
     return found[:limit] if limit else found
+
+
+def in_shared_mapping(values: ThreadValues, address: int, size: int) -> bool:
+    """Whether any of the bytes lies in a shared mapping (shared_mappings.py): writes there by other processes, or
+    through another mapping of the same memory, are in no trace of this thread."""
+    return any(low < address + size and address < high for low, high in values.volatile)

@@ -37,9 +37,10 @@ _MAX_SOLVES = 4
 
 class Chunk(KernelSteps, MemoryLayout):
     """``structure``: the window's Structure; ``pins``: [(state, {register: value}, byte(address) -> int|None)],
-    ``syscalls``: {i: (registers {number: value}, [(address, bytes)], unknown_memory)}."""
+    ``syscalls``: {i: (registers {number: value}, [(address, bytes)], unknown_memory)}; ``volatile``: the memory
+    a shared mapping holds, [(low, high)] sorted (generations.py)."""
 
-    def __init__(self, structure, pins, shared, syscalls, emulator, constant, xcr0=None, recorded=None):
+    def __init__(self, structure, pins, shared, syscalls, emulator, constant, xcr0=None, recorded=None, volatile=()):
         self.structure, self.n = structure, structure.n
         self.effects, self.nexts, self.active = structure.effects, structure.nexts, structure.active
         self.starts, self.mentions = structure.starts, structure.mentions
@@ -47,6 +48,7 @@ class Chunk(KernelSteps, MemoryLayout):
         self.segment = structure.segment
         self.xcr0 = xcr0  # the state components enabled, where a known state says: how far an xsave reaches
         self.recorded = recorded  # (states, rows, [(register, column)]) a recorder saw, or None
+        self.volatile = volatile
         self.conflicts = 0
         self._pin_cache = [{} for _ in pins]
         self.poison = set()

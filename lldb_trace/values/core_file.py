@@ -24,6 +24,7 @@ from ..sources.mapped_file import map_file
 from .machine_state import TRACKED, MachineState
 
 NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_SIGINFO, NT_FILE = 1, 2, 3, 0x53494749, 0x46494C45
+_PF_W = 2  # a PT_LOAD of a writable mapping
 NT_X86_XSTATE, XSTATE_XCR0_AT = 0x202, 464  # the XSAVE area; Linux puts XCR0 in its software-reserved bytes
 NT_GNU_BUILD_ID = 3
 _PRSTATUS_SIZE = 336  # struct elf_prstatus on x86-64
@@ -82,7 +83,8 @@ class _Load:
 
 class CoreFile:
     """An opened core (see :func:`open_core`): ``path``, ``pid``, ``threads`` (in the core's order), ``siginfo``,
-    ``mapped_files``; ``read`` and ``build_id_at`` read the memory it holds, ``state`` gives a MachineState."""
+    ``mapped_files``, ``writable`` (the writable mappings' [(start, end)]); ``read`` and ``build_id_at`` read the
+    memory it holds, ``state`` gives a MachineState."""
 
     def __init__(self, path, pid, threads, siginfo, mapped_files, loads, data):
         self.path = path
@@ -90,6 +92,7 @@ class CoreFile:
         self.threads = threads
         self.siginfo = siginfo
         self.mapped_files = mapped_files
+        self.writable = []
         self._loads = sorted(loads, key=lambda load: load.vaddr)
         self._starts = [load.vaddr for load in self._loads]
         self._data = data
@@ -180,7 +183,10 @@ def open_core(path):
         with open(path, "rb") as file:
             elf = ELFFile(file)
             machine, kind = elf["e_machine"], elf["e_type"]
-            segments = [(s["p_type"], s["p_offset"], s["p_filesz"], s["p_vaddr"]) for s in elf.iter_segments()]
+            segments = [
+                (s["p_type"], s["p_offset"], s["p_filesz"], s["p_vaddr"], s["p_memsz"], s["p_flags"])
+                for s in elf.iter_segments()
+            ]
     except PARSE_FAILURES as error:
         what = "a damaged ELF file" if bytes(data[:4]) == b"\x7fELF" else "not an ELF file"
         raise CoreFileError(f"{path} is {what} ({error}): give an ELF core file (gcore, or a crash's core)") from None
@@ -188,17 +194,21 @@ def open_core(path):
         raise CoreFileError(f"{path} is an ELF file of type {kind}, not a core (ET_CORE): give the process's core file")
     if machine != "EM_X86_64":
         raise CoreFileError(f"{path} is a core of an {machine} process: only x86-64 cores go with a trace")
-    for number, (_type, offset, size, _vaddr) in enumerate(segments):
+    for number, (_type, offset, size, *_) in enumerate(segments):
         if _type in ("PT_LOAD", "PT_NOTE") and offset + size > len(data):
             raise CoreFileError(
                 f"{path} is truncated: its segment {number} ({_type}) claims {size} bytes at offset {offset:#x}, "
                 f"past the end of the file ({len(data)} bytes); was the core cut short (ulimit -c)?"
             )
     notes = [
-        note for _type, offset, size, _ in segments if _type == "PT_NOTE" for note in _notes(path, data, offset, size)
+        note for _type, offset, size, *_ in segments if _type == "PT_NOTE" for note in _notes(path, data, offset, size)
     ]
-    loads = [_Load(vaddr, size, offset) for _type, offset, size, vaddr in segments if _type == "PT_LOAD" and size]
-    return _build(path, notes, loads, data)
+    loads = [_Load(vaddr, size, offset) for _type, offset, size, vaddr, *_ in segments if _type == "PT_LOAD" and size]
+    core = _build(path, notes, loads, data)
+    core.writable = [  # every writable mapping, dumped or not
+        (vaddr, vaddr + memory) for kind, _, _, vaddr, memory, flags in segments if kind == "PT_LOAD" and flags & _PF_W
+    ]
+    return core
 
 
 def _mapped(path):

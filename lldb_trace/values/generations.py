@@ -14,9 +14,13 @@ through by a load before it whose bytes are known after it: had the write hit
 any of them, they would hold its bytes there (nothing else writes them in
 between); when no placement of the written bytes matches what they hold
 after, it did not hit them, and they held the same before.
+
+A *volatile* byte (a shared mapping's: another process, or another mapping of
+the same memory, may change it between any two instructions) is known only
+where a pin says it, at that state alone: its accesses are not laid out.
 """
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 
 
@@ -25,8 +29,10 @@ class Generations:
     sorted instructions writing it; ``pins``: [(state, byte -> value | None)]; ``poison``: generation keys held
     unknown; ``found``: where conflicts are added."""
 
-    def __init__(self, n, barriers, writes, pins, poison, found, wake, constant, crossing, spans=()):
+    def __init__(self, n, barriers, writes, pins, poison, found, wake, constant, crossing, spans=(), volatile=()):
         self.n, self.barriers, self.writes = n, barriers, writes
+        self.volatile = volatile  # sorted, disjoint [(low, high)]: bytes low..high-1 are volatile (module doc)
+        self._volatile_lows = [low for low, _ in volatile]
         self.spans = spans  # [(i, low, high)]: instruction i wrote bytes low..high-1 (a system call's buffers)
         self.pins, self.poison, self.found, self.wake = pins, poison, found, wake
         self.constant = constant  # byte -> the value of code and constants, which no instruction writes
@@ -100,6 +106,8 @@ class Generations:
         """An access ``(i, k, kind, address, size)`` whose address is known: a load reads state i, a store begins
         the generation of state i + 1."""
         i, _, kind, address, size = access
+        if self.volatile and self._volatile(address + size - 1, address):
+            return
         state = i + 1 if kind == "w" else i
         b = bisect_left(self.barriers, state)
         barrier_before = self.barriers[b - 1] if b else -1
@@ -231,7 +239,8 @@ class Generations:
         state = i + 1 if kind == "w" else i
         barrier, pending = self._barrier_before(state), set()
         for offset, byte in enumerate(value.to_bytes(size, "little")):
-            self.know(address + offset, state, byte, barrier, pending)
+            if not (self.volatile and self._volatile(address + offset)):
+                self.know(address + offset, state, byte, barrier, pending)
         for woken in pending:
             self._check(woken)
 
@@ -272,6 +281,8 @@ class Generations:
 
     def byte(self, state, byte):
         """The byte's value at ``state``, or None."""
+        if self.volatile and self._volatile(byte):
+            return next((value for at, read in self.pins if at == state and (value := read(byte)) is not None), None)
         start, end = self.generation(byte, state)
         value = self.values.get((byte, start))
         if value is not None or (byte, start) in self.poison:
@@ -285,3 +296,8 @@ class Generations:
                 if value is not None:
                     return value
         return None
+
+    def _volatile(self, last, first=None):
+        """Whether byte ``last`` is volatile, or any of ``first``..``last``."""
+        k = bisect_right(self._volatile_lows, last) - 1
+        return k >= 0 and (last if first is None else first) < self.volatile[k][1]

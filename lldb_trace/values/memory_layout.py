@@ -94,8 +94,9 @@ class MemoryLayout:
             if self.active[i] and self.effects[i].kind == "syscall" and memory:
                 pins.append((i + 1, spans_reader(memory)))
         self.memory = Generations(
-            self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing, spans
-        )
+            self.n, barriers, writes, pins, self.poison, self.found, self._wake, self.constant, self._crossing, spans,
+            self.volatile,
+        )  # fmt: skip
         for i, extent in self.frames.items():  # the slots of the interrupted registers, in each frame known
             for register in (*GPRS, RIP) if extent is not None else ():
                 self.memory.add(self._slot(i, register))

@@ -25,6 +25,7 @@ from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
 from .register_states import RegisterStatesError, read_register_states
+from .shared_mappings import disjoint, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class ProcessValues:
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
+        self.live_shared: Callable[[], list] | None = None  # a live process's shared mappings, [(start, end)]
 
     @property
     def end_core(self) -> CoreFile | None:
@@ -145,8 +147,16 @@ class ProcessValues:
             shared_memory=self._shares_memory(),
             recorded=self._register_states(tid, counted),
             interrupted=interruptions(decoded, first),
+            volatile=self._shared_mappings(),
         )
         return TailValues(values, first) if first else values
+
+    def _shared_mappings(self) -> list:
+        """The memory another process may write meanwhile (shared_mappings.py): what the cores list, and a live
+        process's shared mappings."""
+        modules = [path for module in self.process_trace.process.modules for path in (module.system_path, module.path)]
+        found = shared_spans((self.end_core, self.start_core), modules)
+        return disjoint([*found, *self.live_shared()]) if self.live_shared is not None else found
 
     def _shares_memory(self) -> bool:
         """Whether another thread may have written memory meanwhile: the trace follows several, or a known state
@@ -270,6 +280,10 @@ class TailValues:
     @property
     def conflicts(self) -> int:
         return self.values.conflicts
+
+    @property
+    def volatile(self) -> list:
+        return self.values.volatile
 
     def registers_at(self, position: int) -> dict[str, int | None]:
         if position < self.first:

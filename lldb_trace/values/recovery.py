@@ -40,6 +40,7 @@ from .memory_layout import spans_reader
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
 from .rules import relations
 from .semantics import decode
+from .shared_mappings import disjoint
 from .structure import Structure
 
 CHUNK = 4096
@@ -109,6 +110,7 @@ class ThreadValues:
         shared_memory=False,
         recorded=None,
         interrupted=None,
+        volatile=(),
     ):
         self.addresses = [int(a) for a in addresses]
         self.count = len(self.addresses)
@@ -116,6 +118,7 @@ class ThreadValues:
         self.end, self.end_after_last, self.start = end, end_after_last, start
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
+        self.volatile = disjoint(volatile)  # [(low, high)]: shared mappings, which another process may write
         # position -> where the thread went, where the trace shows tracing stopped after that position and resumed
         # elsewhere (a signal's delivery, code run untraced): process_values.interruptions
         self.interrupted = dict(interrupted or {})
@@ -161,15 +164,17 @@ class ThreadValues:
             by_instruction = {}
             for i, k, kind, where, length in chunk.known_accesses:
                 if where < address + size and address < where + length:
-                    by_instruction.setdefault(i, []).append((kind, where, length, not chunk.spans_exactly(i, k)))
+                    by_instruction.setdefault(i, []).append((k, kind, where, length, not chunk.spans_exactly(i, k)))
             for i in reversed(range(chunk.n)):
-                for kind, where, length, may in by_instruction.get(i, ()):
+                for k, kind, where, length, may in by_instruction.get(i, ()):
                     name = "write" if kind == "w" else "read"
                     if may and name in kinds and i not in chunk.unknown_writes:  # an area only bounded
                         found.append(Access(low + i, name, None, 0, None, None, False))
                     elif name in kinds and not may:
                         old = self._bytes(chunk, i, where, length)
                         new = self._bytes(chunk, i + 1, where, length) if kind == "w" else old
+                        if new is None and kind == "w" and chunk.facts.get((i, k)) is not None:  # a shared mapping's
+                            new = chunk.facts[(i, k)].to_bytes(length, "little")
                         found.append(Access(low + i, name, where, length, old, new, True))
                 if i in chunk.unknown_writes and "write" in kinds:
                     found.append(Access(low + i, "write", None, 0, None, None, False))
@@ -282,7 +287,9 @@ class ThreadValues:
         structure = self._structure(number)
         recorded = self._recorded.between(low, high) if self._recorded is not None else None
         xcr0 = next((s.xcr0 for s in (self.end, self.start) if s is not None and s.xcr0 is not None), None)
-        return Chunk(structure, pins, self.shared, syscalls, self._emulator, self._constant, xcr0, recorded)
+        return Chunk(
+            structure, pins, self.shared, syscalls, self._emulator, self._constant, xcr0, recorded, self.volatile
+        )
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

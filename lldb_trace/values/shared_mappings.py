@@ -1,0 +1,46 @@
+"""Memory another process may write while the traced thread runs: the shared mappings a core lists.
+
+A ``MAP_SHARED`` mapping (shared anonymous memory, a memfd, POSIX or System V
+shared memory, a file mapped shared) can change between any two instructions
+of the traced thread: another process writes it, or this one does through
+another mapping of the same memory.  So nothing the trace shows of it carries
+from one position to another (generations.py: *volatile* bytes).  A core does
+not say which mappings are shared, but each shared one is backed by a file
+(shared anonymous memory by a deleted shmem file, ``/dev/zero (deleted)``), so
+the core's NT_FILE note lists it.  A writable file mapping that is none of the
+traced modules' files is taken for a shared one: a private one (a data file
+mapped for writing) is taken too, which loses its values but never shows a
+wrong one.
+"""
+
+import os
+
+
+def shared_spans(cores, module_paths):
+    """``[(low, high)]``, sorted and disjoint: the memory of the writable file mappings that ``cores`` (CoreFiles,
+    None skipped) list and no module file of ``module_paths`` backs."""
+    modules = {_file_name(path) for path in module_paths if path}
+    spans = []
+    for core in cores:
+        for mapped in core.mapped_files if core is not None else ():
+            writable = any(low < mapped.end and mapped.start < high for low, high in core.writable)
+            if writable and _file_name(mapped.path) not in modules:
+                spans.append((mapped.start, mapped.end))
+    return disjoint(spans)
+
+
+def disjoint(spans):
+    """``[(low, high)]`` sorted, the overlapping and touching ones joined."""
+    joined = []
+    for low, high in sorted(spans):
+        if joined and low <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], high))
+        else:
+            joined.append((low, high))
+    return joined
+
+
+def _file_name(path):
+    """A file's name, without the " (deleted)" the kernel adds to one deleted since it was mapped (a module
+    rebuilt while the program ran is still that module)."""
+    return os.path.basename(str(path).removesuffix(" (deleted)"))

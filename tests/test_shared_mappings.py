@@ -1,0 +1,79 @@
+"""Memory another process, or another mapping of the same memory, may change behind the traced thread's back is
+known only where a known state gives it (values/shared_mappings.py): test_traces/src/shared_memory.c stores through
+one of two mappings of a memfd, then through the other, and waits for a forked child that writes a shared page.
+The recovery showed 0 in the second mapping after the first was written (what mmap left, carried forward), and
+the child's value, which the end core holds, before the fork."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from support.paths import SOURCES
+
+from lldb_trace import api
+from lldb_trace.values.core_file import MappedFile
+from lldb_trace.values.shared_mappings import shared_spans
+
+STORED, WRITTEN_BY_CHILD = 0x4242424242424242, 0xC0C0C0C0C0C0C0C0
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("shared")
+    binary = folder / "shared_memory"
+    subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(SOURCES / "shared_memory.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    bundle = json.loads((folder / "full" / "trace.json").read_text())
+    for process in bundle["processes"]:  # the end core alone, as a perf.data with --core has it
+        process.pop("startCoreFile")
+        for thread in process["threads"]:
+            thread.pop("syscallResults"), thread.pop("registerStates")
+    (folder / "full" / "end_only.json").write_text(json.dumps(bundle))
+    with open(binary, "rb") as file:
+        symbols = ELFFile(file).get_section_by_name(".symtab")
+        pointers = {name: symbols.get_symbol_by_name(name)[0]["st_value"] for name in ("second_view", "page")}
+    return folder / "full", pointers
+
+
+def _word(thread, position, address):
+    data, mask = thread.read_memory_at(position, address, 8)
+    return int.from_bytes(data, "little") if mask == b"\xff" * 8 else None
+
+
+@pytest.mark.parametrize("bundle", ["trace.json", "end_only.json"])
+def test_a_shared_mappings_bytes_are_known_only_where_a_known_state_gives_them(recording, bundle):
+    folder, pointers = recording
+    (thread,) = api.open_bundle(folder / bundle).threads
+    end = thread.item_count
+    second_view, page = (_word(thread, end, pointers[name]) for name in ("second_view", "page"))
+    assert _word(thread, end, page) == WRITTEN_BY_CHILD and _word(thread, end, second_view) == 0x9999999999999999
+    (stored,) = thread.find(line=("shared_memory.c", 24), limit=1)  # through the first mapping: STORED in both
+    (overwritten,) = thread.find(line=("shared_memory.c", 26), limit=1)  # through the second
+    (forked,) = thread.find(line=("shared_memory.c", 27), limit=1)
+    for position in range(stored.index + 4, overwritten.index + 3):  # (it was shown 0)
+        assert _word(thread, position, second_view) in (None, STORED), position
+    for position in range(forked.index):  # (it was shown the child's value)
+        assert _word(thread, position, page) in (None, 0), position
+    if bundle == "trace.json":  # the recorder's registers give the store's address and value
+        stores = [access for access in thread.find(write=second_view, size=8) if access.exact]
+        assert stores[0].new == (0x9999999999999999).to_bytes(8, "little") and stores[0].old is None
+
+
+def test_a_writable_file_mapping_no_module_backs_is_taken_for_shared():
+    class Core:
+        writable = ((0x1000, 0x3000), (0x7000, 0x9000))
+        mapped_files = (
+            MappedFile(0x1000, 0x2000, 0, "/usr/lib/libc.so.6"),  # a module's data: private
+            MappedFile(0x2000, 0x3000, 0, "/memfd:x (deleted)"),
+            MappedFile(0x5000, 0x6000, 0, "/dev/zero (deleted)"),  # read-only: nothing writes it
+            MappedFile(0x7000, 0x8000, 0, "/dev/zero (deleted)"),
+            MappedFile(0x8000, 0x9000, 0, "/tmp/prog (deleted)"),  # the program, rebuilt while it ran
+        )
+
+    assert shared_spans([Core(), None], ["/lib/x86_64-linux-gnu/libc.so.6", "/tmp/prog"]) == [
+        (0x2000, 0x3000),
+        (0x7000, 0x8000),
+    ]
