@@ -62,9 +62,10 @@ def test_a_shared_mappings_bytes_are_known_only_where_a_known_state_gives_them(r
         assert stores[0].new == (0x9999999999999999).to_bytes(8, "little") and stores[0].old is None
 
 
-def test_a_writable_file_mapping_no_module_backs_is_taken_for_shared():
+def test_a_writable_file_mapping_no_module_backs_and_the_vvar_page_are_taken_for_shared():
     class Core:
         writable = ((0x1000, 0x3000), (0x7000, 0x9000))
+        unheld = ((0x5000, 0x6000), (0xA000, 0xC000))  # a file's page the core leaves to it; [vvar], not held
         mapped_files = (
             MappedFile(0x1000, 0x2000, 0, "/usr/lib/libc.so.6"),  # a module's data: private
             MappedFile(0x2000, 0x3000, 0, "/memfd:x (deleted)"),
@@ -76,4 +77,5 @@ def test_a_writable_file_mapping_no_module_backs_is_taken_for_shared():
     assert shared_spans([Core(), None], ["/lib/x86_64-linux-gnu/libc.so.6", "/tmp/prog"]) == [
         (0x2000, 0x3000),
         (0x7000, 0x8000),
+        (0xA000, 0xC000),
     ]

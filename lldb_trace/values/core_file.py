@@ -24,7 +24,7 @@ from ..sources.mapped_file import map_file
 from .machine_state import TRACKED, MachineState
 
 NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_SIGINFO, NT_FILE = 1, 2, 3, 0x53494749, 0x46494C45
-_PF_W = 2  # a PT_LOAD of a writable mapping
+_PF_X, _PF_W = 1, 2  # a PT_LOAD of an executable, of a writable mapping
 NT_X86_XSTATE, XSTATE_XCR0_AT = 0x202, 464  # the XSAVE area; Linux puts XCR0 in its software-reserved bytes
 NT_GNU_BUILD_ID = 3
 _PRSTATUS_SIZE = 336  # struct elf_prstatus on x86-64
@@ -83,8 +83,9 @@ class _Load:
 
 class CoreFile:
     """An opened core (see :func:`open_core`): ``path``, ``pid``, ``threads`` (in the core's order), ``siginfo``,
-    ``mapped_files``, ``writable`` (the writable mappings' [(start, end)]); ``read`` and ``build_id_at`` read the
-    memory it holds, ``state`` gives a MachineState."""
+    ``mapped_files``, ``writable`` (the writable mappings' [(start, end)], dumped or not), ``unheld`` (the
+    read-only data ones it holds no byte of: [vvar], guard pages, files' unchanged pages); ``read`` and
+    ``build_id_at`` read the memory it holds, ``state`` gives a MachineState."""
 
     def __init__(self, path, pid, threads, siginfo, mapped_files, loads, data):
         self.path = path
@@ -92,7 +93,7 @@ class CoreFile:
         self.threads = threads
         self.siginfo = siginfo
         self.mapped_files = mapped_files
-        self.writable = []
+        self.writable, self.unheld = [], []
         self._loads = sorted(loads, key=lambda load: load.vaddr)
         self._starts = [load.vaddr for load in self._loads]
         self._data = data
@@ -205,8 +206,12 @@ def open_core(path):
     ]
     loads = [_Load(vaddr, size, offset) for _type, offset, size, vaddr, *_ in segments if _type == "PT_LOAD" and size]
     core = _build(path, notes, loads, data)
-    core.writable = [  # every writable mapping, dumped or not
-        (vaddr, vaddr + memory) for kind, _, _, vaddr, memory, flags in segments if kind == "PT_LOAD" and flags & _PF_W
+    loads_all = [
+        (vaddr, vaddr + memory, held, flags) for kind, _, held, vaddr, memory, flags in segments if kind == "PT_LOAD"
+    ]
+    core.writable = [(low, high) for low, high, _, flags in loads_all if flags & _PF_W]  # dumped or not
+    core.unheld = [  # nor code
+        (low, high) for low, high, held, flags in loads_all if not held and not flags & (_PF_W | _PF_X) and high > low
     ]
     return core
 

@@ -10,7 +10,9 @@ not say which mappings are shared, but each shared one is backed by a file
 the core's NT_FILE note lists it.  A writable file mapping that is none of the
 traced modules' files is taken for a shared one: a private one (a data file
 mapped for writing) is taken too, which loses its values but never shows a
-wrong one.
+wrong one.  So is a read-only mapping the core holds no byte of and no file
+backs: the kernel's [vvar] page, whose clock data changes under the vdso's
+loads (kernels and our recorder dump none of it), and guard pages nothing reads.
 """
 
 import os
@@ -26,6 +28,9 @@ def shared_spans(cores, module_paths):
             writable = any(low < mapped.end and mapped.start < high for low, high in core.writable)
             if writable and _file_name(mapped.path) not in modules:
                 spans.append((mapped.start, mapped.end))
+        for low, high in core.unheld if core is not None else ():
+            if not any(low < mapped.end and mapped.start < high for mapped in core.mapped_files):
+                spans.append((low, high))
     return disjoint(spans)
 
 
