@@ -197,3 +197,23 @@ def check_null_field(out, err):
 @BOTH_LLDBS
 def test_memory_below_the_lowest_mapping_is_not_mapped_not_unknown(lldb_build, tmp_path):
     check_null_field(*in_lldb(lldb_build, tmp_path, NULL_FIELD))
+
+
+def test_a_location_read_through_unknown_memory_reads_as_unknown():
+    """A VLA's location (its pointer, saved in the frame) read through memory not known: LLDB puts the plugin's
+    whole error, line break included, inside the value (pip LLDB: DW_OP_deref; lldb-22: DW_OP_deref_size)."""
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from lldb_trace.commands import unknown_values
+    from lldb_trace.debugger.scripted_process import UNKNOWN_MEMORY
+
+    for operation in ("DW_OP_deref", "DW_OP_deref_size"):
+        shown = (
+            f"(char[5]) vla = <failed to dereference pointer from 0x7fffffffe5a0 for {operation}: memory there "
+            f"{UNKNOWN_MEMORY}\n>\n"
+        )
+        assert unknown_values._UNREAD_VALUE.sub(unknown_values.UNKNOWN_VALUE, shown) == (
+            "(char[5]) vla = <not known at this position>\n"
+        )
+    error = f"couldn't get the value of variable vla: failed to dereference pointer from 0x7fffffffe5a0 for {operation}"
+    found = unknown_values._FAILED_READ.search(error)
+    assert int(found.group(1) or found.group(2), 16) == 0x7FFFFFFFE5A0  # the address p names as the one it needs

@@ -35,13 +35,17 @@ from .routing import quote
 EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
 VARIABLES = ("frame variable", "target variable")
 _UNKNOWN_REGISTER = re.compile(r"undeclared identifier '\$(\w+)'")
-_FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
+_FAILED_READ = re.compile(
+    r"read memory from (0x[0-9a-fA-F]+) failed|failed to dereference pointer from (0x[0-9a-fA-F]+)"  # (a VLA's size)
+)
 _UNLOCATED = re.compile(r"No frame base available for this historical stack frame|unable to convert register kind")
 _UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's result (a struct's field) back
-# how LLDB shows a value it could not read at a past position: memory, the frame base, a register it cannot name
+# how LLDB shows a value it could not read at a past position: memory, the frame base, a register it cannot name,
+# a location that reads memory (a VLA's, through a saved pointer: our whole error, and its line break, inside)
 # (LLDB 22 adds an empty line after each, but inside an array's parentheses)
 _UNREAD_VALUE = re.compile(
     r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>(\n(?=\n))?"
+    r"|<failed to dereference pointer from 0x[0-9a-fA-F]+ for DW_OP_deref(?:_size)?: [^<>]*>(\n(?=\n))?"
     r"|<No frame base available for this historical stack frame\.>(\n(?=\n))?"
     r"|<unable to convert register kind=\d+ reg_num=\d+ to a native register number>(\n(?=\n))?"
 )
@@ -208,7 +212,7 @@ def _unknown_past(target, start, read):
 
 def _unknown_value(target, text, found):
     needs = ""
-    address = int(found.group(1), 16) if found is not None else _value_address(target, text)
+    address = int(found.group(1) or found.group(2), 16) if found is not None else _value_address(target, text)
     if address is not None:
         if address < MAPPED_FROM:
             return f"{text or 'the value'} cannot be read: it needs memory at {address:#x}, and {NOTHING_MAPPED}"
