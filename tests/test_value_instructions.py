@@ -12,7 +12,7 @@ from lldb_trace.values import integer_ops, rules
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.machine_state import TRACKED, MachineState
 from lldb_trace.values.recovery import ThreadValues
-from lldb_trace.values.registers import COUNT, MASK64, RCX, RFLAGS, RIP, RSP
+from lldb_trace.values.registers import COUNT, MASK64, RAX, RCX, RDI, RFLAGS, RIP, RSP
 from lldb_trace.values.semantics import decode
 
 # -- the fast paths against unicorn ------------------------------------------------------------------------------
@@ -122,6 +122,23 @@ def _cs():
 
 def _effect(code):
     return decode(CODE_AT, bytes.fromhex(code), _cs())
+
+
+@pytest.mark.parametrize(
+    ("code", "offset", "word"),
+    [
+        ("480fab07", 130, 0x1010),  # bts [rdi], rax: bit 130 is in the third qword
+        ("480fab07", MASK64, 0xFF8),  # -1: the top bit of the qword before
+        ("0fab07", 33, 0x1004),  # bts [rdi], eax
+        ("0fab07", 0xFFFFFFFF, 0xFFC),  # eax -1 (rax's upper half aside)
+        ("660fbb07", 0x10010, 0x1002),  # btc [rdi], ax: ax is 0x10 (the upper bits aside)
+        ("0fba2746", 0, 0x1000),  # bt dword [rdi], 70: an immediate offset stays in the operand
+    ],
+)
+def test_a_bit_test_of_memory_touches_the_word_its_offset_picks(code, offset, word):
+    effect = _effect(code)
+    state = {RDI: 0x1000, RAX: offset}
+    assert {area.address(state.get) for _, area, _ in effect.accesses} == {word}
 
 
 @pytest.mark.parametrize(

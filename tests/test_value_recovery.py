@@ -76,8 +76,9 @@ def test_registers_from_the_end_state_are_never_wrong(truths, name):
 
 
 def test_results_unicorn_computes_otherwise_than_the_cpu_are_never_shown(truths):
-    """vendor_results.c: a 32-bit cmpxchg (both ways), bsf of 0, 32-bit shifts by 0, from the start state alone
-    (the end state holds none of their results): unicorn's zero-extended answers are not the CPU's."""
+    """vendor_results.c from the start state alone (the end state holds none of their results): a 32-bit cmpxchg
+    (both ways), bsf of 0, 32-bit shifts by 0, where unicorn's answers are not the CPU's; and a bts of memory whose
+    bit offset picks a word past its operand (its write was taken to be at the operand)."""
     truth = truths("vendor")
     values = ThreadValues(truth.addresses, truth.read_code, start=_state(truth, 0))
     _, wrong = register_score(values, truth)

@@ -12,11 +12,12 @@ and all memory (a barrier).
 """
 
 import re
+from dataclasses import replace
 
 import capstone
 from capstone import x86
 
-from .effects import STATE_AREA_BOUND, STRING_AREA_BOUND, MemRef, Operand, StateArea, StringArea
+from .effects import STATE_AREA_BOUND, STRING_AREA_BOUND, BitString, MemRef, Operand, StateArea, StringArea
 from .registers import DF, FS_BASE, GPRS, GS_BASE, RAX, RBP, RCX, RDI, RDX, RFLAGS, RSI, RSP, VECTOR, VECTORS
 from .vector import vector_copy, vectors_named, zero_upper
 
@@ -55,6 +56,7 @@ _X87_STORES = {
     "fst": 0, "fstp": 0, "fist": 0, "fistp": 0, "fisttp": 0, "fbstp": 10, "fnstcw": 2, "fstcw": 2, "fnstsw": 2,
     "fstsw": 2, "fnstenv": 28, "fstenv": 28, "fnsave": 108, "fsave": 108,
 }  # fmt: skip
+_BIT_TESTS = frozenset(("bt", "bts", "btr", "btc"))
 _STRING_OPS = frozenset(
     getattr(x86, f"X86_INS_{op}{size}") for op in ("MOVS", "STOS", "LODS", "SCAS", "CMPS") for size in "BWDQ"
 )
@@ -155,6 +157,8 @@ def classify(effect, insn, untracked, repeated):
         effect.kind = "generic"
         effect.writes |= _MISSED_WRITES.get(mnemonic, frozenset())
         _destination_written(effect)
+        if mnemonic in _BIT_TESTS and shape == ("mem", "reg"):
+            _bit_string(effect)
     else:
         _opaque(effect, insn, vetted=mnemonic in _OPAQUE_WRITES or _is_vector(insn))
     if effect.kind in ("alu", "unary", "generic") and not _register_or_memory(effect):
@@ -173,6 +177,18 @@ def _string_areas(effect, repeated):
         for kind in ("r", "w") if kind == "w" or effect.mnemonic[0] == "m"
     )  # fmt: skip
     effect.reads |= {RDI, DF} | ({RCX} if repeated else set()) | ({RSI} if effect.mnemonic[0] == "m" else set())
+
+
+def _bit_string(effect):
+    """``bt*`` of memory by a register: its accesses are at the word the offset picks (BitString), not at the
+    operand's address."""
+    destination, offset = effect.operands
+    if destination.ref is None:
+        return
+    ref = destination.ref
+    word = BitString(ref.base, ref.index, ref.scale, ref.disp, ref.segment, offset.reg, destination.width // 8)
+    effect.accesses = tuple((kind, word if area == ref else area, size) for kind, area, size in effect.accesses)
+    effect.operands = (replace(destination, ref=word), offset)
 
 
 def _state_area(effect):

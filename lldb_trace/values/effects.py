@@ -63,6 +63,25 @@ class StateArea(MemRef):
         return max([_LEGACY_AND_HEADER] + [_STANDARD_ENDS[c] for c in components])
 
 
+@dataclass(frozen=True, slots=True)
+class BitString(MemRef):
+    """The word a ``bt``/``bts``/``btr``/``btc`` of memory by a register's bit offset touches: the offset is signed
+    and counts from the operand's address, so the word is ``offset // bits`` words away (far, maybe).  Known where
+    the offset register is; elsewhere the write is a barrier."""
+
+    offset: tuple = (0, 0, 64)  # the bit offset's register slice (register, shift, width)
+    size: int = 8  # the operand's bytes
+
+    def address(self, get):
+        start, offset = MemRef.address(self, get), get(self.offset[0])
+        if start is None or offset is None:
+            return None
+        width = self.offset[2]
+        offset = offset >> self.offset[1] & (1 << width) - 1
+        signed = offset - (1 << width) if offset >> (width - 1) else offset
+        return (start + signed // (8 * self.size) * self.size) & MASK64
+
+
 STRING_AREA_BOUND = 4096  # the most bytes a movs or stos is sized to: a larger one stays a barrier
 
 
