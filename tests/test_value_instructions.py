@@ -141,6 +141,18 @@ def test_a_bit_test_of_memory_touches_the_word_its_offset_picks(code, offset, wo
     assert {area.address(state.get) for _, area, _ in effect.accesses} == {word}
 
 
+def test_an_address_size_prefix_computes_the_address_in_32_bits():
+    """``[ebx + ecx*4]`` wraps at 4 GiB, the registers' upper halves aside; ``[eip + 16]`` decodes (it raised
+    KeyError); ``lea rax, [ebx + 8]`` ties rax to no register (it was taken for rbx + 8)."""
+    state = {1: 0xDEAD0000FFFFFFF0, 2: 0xBEEF000000000007, RAX: 0}  # rbx, rcx
+    (load,) = _effect("678b048b").accesses  # mov eax, [ebx + ecx*4]
+    assert load[1].address(state.get) == 0xC
+    assert _effect("678b0510000000") is not None  # mov eax, [eip + 16]
+    lea = _effect("67488d4308")
+    assert rules.relations(lea) == []
+    assert rules.forward(lea, state.get, lambda access: None)[0] == {RAX: 0xFFFFFFF8}
+
+
 @pytest.mark.parametrize(
     ("code", "writes", "stores", "barrier"),
     [

@@ -40,6 +40,26 @@ class MemRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Address32(MemRef):
+    """An address computed in 32 bits (an address-size prefix, ``[ebx + ecx*4]``): the sum wraps at 4 GiB, then the
+    segment's base is added.  Of its own class, so no stack slot is named by it (slots.py)."""
+
+    def address(self, get):
+        total = self.disp
+        for register, factor in ((self.base, 1), (self.index, self.scale)):
+            if register is not None:
+                value = get(register)
+                if value is None:
+                    return None
+                total += (value & 0xFFFFFFFF) * factor
+        total &= 0xFFFFFFFF
+        if self.segment is not None:
+            segment = get(self.segment)
+            total = None if segment is None else (total + segment) & MASK64
+        return total
+
+
+@dataclass(frozen=True, slots=True)
 class StateArea(MemRef):
     """The area an xsave writes: known only where edx:eax (the components asked for) shows how far it reaches
     (``extent``); elsewhere the write is a barrier (AMX tiles alone take 8 KiB)."""

@@ -8,6 +8,7 @@ integers, None where unknown.  ``next_address`` is where the trace went next
 for every value are here: a partial register reveals nothing about the rest.
 """
 
+from .effects import MemRef
 from .registers import MASK64, RAX, RBP, RFLAGS, RSP, VECTOR, read_slice, sign_extend, write_slice
 from .semantics import alu, new_flags, operand_value
 
@@ -244,13 +245,14 @@ def _copy_backward(kind, destination, source, after, stored, wide, regs, loads):
 
 
 def _lea_backward(effect, before, after, wide, regs):
-    """The one unknown register of the address from the result (its low half only, for a 32-bit lea, which is all
-    of it where that register was itself zero-extended)."""
+    """The one unknown register of the address from the result (its low half only, for a 32-bit lea or address,
+    which is all of it where that register was itself zero-extended)."""
     destination, source = effect.operands
     ref, value = source.ref, after(destination.reg[0])
     if value is None or destination.width < 32 or ref.segment is not None or ref.base == ref.index:
         return
-    mask = (1 << destination.width) - 1
+    whole = destination.width == 64 and type(ref) is MemRef  # (not an Address32, computed in 32 bits)
+    mask = MASK64 if whole else 0xFFFFFFFF
 
     def known(register):  # a register lea does not write is the same before and after
         return before(register) if register != destination.reg[0] else None
@@ -263,7 +265,7 @@ def _lea_backward(effect, before, after, wide, regs):
         unknown, found = ref.index, (value - base - ref.disp) & mask
     else:
         return
-    if destination.width == 64 or wide(unknown):
+    if whole or wide(unknown):
         regs[unknown] = found
 
 
@@ -331,7 +333,7 @@ def relations(effect):
         return [(target, target, 1 if effect.mnemonic == "inc" else -1)]
     if kind == "lea":
         ref = ops[1].ref
-        if ref.base is not None and ref.index is None and ref.segment is None:
+        if type(ref) is MemRef and ref.base is not None and ref.index is None and ref.segment is None:
             return [(target, ref.base, ref.disp)]
     return []
 

@@ -17,28 +17,35 @@ import capstone
 from capstone import x86
 
 from .classify import DIRECTION_WRITERS, REPEATS, classify
-from .effects import Effect, MemRef, Operand
+from .effects import Address32, Effect, MemRef, Operand
 from .registers import DF, FS_BASE, GS_BASE, MASK64, RFLAGS, RIP, SEGMENTS, SLICES, all_lanes, read_slice
 
 STATUS_FLAGS = 0x8D5  # CF PF AF ZF SF OF
 
 
 def _reference(insn, operand):
+    """The operand's address as a MemRef (an Address32 under an address-size prefix: ``[ebx + ecx*4]``,
+    ``[eip + 16]``), or None where it is no one address (a gather's vector index)."""
     mem = operand.mem
-    disp = mem.disp
+    disp, wide = mem.disp, True
     base = index = None
     if mem.base:
         name = insn.reg_name(mem.base)
-        if name == "rip":
+        if name in ("rip", "eip"):
             disp += insn.address + insn.size
-        else:
-            base = SLICES[name][0]
-    if mem.index:
-        index = SLICES.get(insn.reg_name(mem.index), (None,))[0]
-        if index is None:  # a gather's or scatter's vector index: no one address
+            wide = name == "rip"
+        elif name not in SLICES:
             return None
+        else:
+            base, _, width = SLICES[name]
+            wide = width == 64
+    if mem.index:
+        number, _, width = SLICES.get(insn.reg_name(mem.index), (None, 0, 0))
+        if number is None:  # a gather's or scatter's vector index: no one address
+            return None
+        index, wide = number, wide and width == 64
     segment = {"fs": FS_BASE, "gs": GS_BASE}.get(insn.reg_name(mem.segment)) if mem.segment else None
-    return MemRef(base, index, mem.scale, disp, segment)
+    return (MemRef if wide else Address32)(base, index, mem.scale, disp, segment)
 
 
 def decode(address, code, cs):
