@@ -212,6 +212,18 @@ def test_known_states_name_the_traces_positions_past_a_gap(tmp_path):
     assert any(values._effect(address).kind == "syscall" for address in truth.addresses[start:end])  # one lost
 
 
+def test_a_crash_right_after_a_handler_returned_loads(tmp_path):
+    """crash_reporter.c's handler returns and the store faults again: the trace ends with rt_sigreturn's syscall,
+    the core stands at the store, where rt_sigreturn returned; it was refused as a core taken elsewhere (orig_rax
+    is the fault's -1 there, not the call's number)."""
+    binary = tmp_path / "crash_reporter"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "crash_reporter.c")], check=True)
+    result = record_cli(tmp_path / "b", binary)
+    assert result.returncode == 0, result.stderr
+    (thread,) = api.open_bundle(tmp_path / "b" / "trace.json").threads
+    assert thread.stop.signal == 11 and thread.registers_at(thread.item_count)["rip"] == thread.stop.pc
+
+
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):
     """--overflow-lost alone is refused before recording; --overflow-at past the recording's end is a note."""
     binary = tmp_path / "crash"

@@ -135,17 +135,21 @@ def check_core(core, process_trace):
 
 _SYSTEM_CALL = b"\x0f\x05"
 _RT_SIGRETURN = 15
+_SIGRETURN_NUMBER = (b"\x48\xc7\xc0\x0f\x00\x00\x00", b"\xb8\x0f\x00\x00\x00")  # mov rax, 15; mov eax, 15
 
 
 def _may_stand_after(process_trace, end, pc, registers):
     """Whether a thread whose trace ends with a system call (an exit, most often) may stand at ``pc`` after it:
-    where the instruction returns to, unless the call was rt_sigreturn, which returns anywhere (the core's
-    orig_rax names the call).  Any other far transfer, or an indirect branch, may go anywhere."""
+    where the instruction returns to, unless the call was rt_sigreturn, which returns anywhere: the core's
+    orig_rax names the call, or (a fault of the code it returned to: orig_rax -1) the trampoline's ``mov rax, 15``
+    right before the syscall.  Any other far transfer, or an indirect branch, may go anywhere."""
     if end.stands is not None or end.last is None:
         return True
-    if process_trace.module_bytes.read_unchanging(end.last, 2) != _SYSTEM_CALL:
+    read = process_trace.module_bytes.read_unchanging
+    if read(end.last, 2) != _SYSTEM_CALL:
         return True
-    return pc == end.last + len(_SYSTEM_CALL) or registers.get("orig_rax") == _RT_SIGRETURN
+    trampoline = any(read(end.last - len(code), len(code)) == code for code in _SIGRETURN_NUMBER)
+    return pc == end.last + len(_SYSTEM_CALL) or registers.get("orig_rax") == _RT_SIGRETURN or trampoline
 
 
 def _where(end):
