@@ -141,6 +141,13 @@ def test_a_bit_test_of_memory_touches_the_word_its_offset_picks(code, offset, wo
     assert {area.address(state.get) for _, area, _ in effect.accesses} == {word}
 
 
+def test_a_movbe_store_writes_the_swapped_bytes():
+    """The emulator's write hook sees the register's value before movbe swaps it: the bytes are read back."""
+    state = {RAX: 0x01020304, RDI: 0x5000}
+    store = _effect("0f38f14701")  # movbe [rdi + 1], eax
+    assert Emulator().run(store, state.get, {1: 0xAAAAAAAA}) == ({}, {0: 0x04030201})
+
+
 def test_an_address_size_prefix_computes_the_address_in_32_bits():
     """``[ebx + ecx*4]`` wraps at 4 GiB, the registers' upper halves aside; ``[eip + 16]`` decodes (it raised
     KeyError); ``lea rax, [ebx + 8]`` ties rax to no register (it was taken for rbx + 8)."""
@@ -164,6 +171,10 @@ def test_an_address_size_prefix_computes_the_address_in_32_bits():
         ("0fae442440", set(), [(0x40, 512)], False),  # fxsave: 512 bytes
         ("62f27d49a00488", set(), [], True),  # vpscatterdd: no one address
         ("0fa5c2", {"rdx", "rflags"}, [], False),  # shld edx, eax, cl: computed (unicorn)
+        ("0fae5c2408", set(), [(8, 4)], False),  # stmxcsr [rsp+8] (capstone says read)
+        ("c5f8ae5c2408", set(), [(8, 4)], False),  # vstmxcsr [rsp+8] (capstone says read)
+        ("480fc3442408", set(), [(8, 8)], False),  # movnti [rsp+8], rax (capstone says read)
+        ("dd742408", set(), [(8, 108)], False),  # fnsave [rsp+8]: 108 bytes (capstone says 4)
     ],
 )
 def test_what_an_instruction_may_change(code, writes, stores, barrier):

@@ -57,6 +57,9 @@ _X87_STORES = {
     "fstsw": 2, "fnstenv": 28, "fstenv": 28, "fnsave": 108, "fsave": 108,
 }  # fmt: skip
 _BIT_TESTS = frozenset(("bt", "bts", "btr", "btc"))
+# Stores capstone marks as reads of their operand, or sizes wrongly: the bytes each writes (0: its operand's).
+# fnsave's 108 is its 32-bit layout's, and covers the 94 of the 16-bit one (an operand-size prefix).
+_MISSED_STORES = {"stmxcsr": 4, "vstmxcsr": 4, "movnti": 0, "fnsave": 108}
 _STRING_OPS = frozenset(
     getattr(x86, f"X86_INS_{op}{size}") for op in ("MOVS", "STOS", "LODS", "SCAS", "CMPS") for size in "BWDQ"
 )
@@ -163,6 +166,8 @@ def classify(effect, insn, untracked, repeated):
         _opaque(effect, insn, vetted=mnemonic in _OPAQUE_WRITES or _is_vector(insn))
     if effect.kind in ("alu", "unary", "generic") and not _register_or_memory(effect):
         _opaque(effect, insn, vetted=False)
+    if mnemonic in _MISSED_STORES and operands and operands[0].kind == "mem" and operands[0].ref is not None:
+        effect.accesses = (("w", operands[0].ref, _MISSED_STORES[mnemonic] or operands[0].width // 8),)
 
 
 def _string_areas(effect, repeated):

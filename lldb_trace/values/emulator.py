@@ -102,14 +102,14 @@ class Emulator:
                     uc.reg_write(numbers[number], known.get(number, default))
             uc.reg_write(numbers[RIP], effect.address)
             allowed = [(address, address + size) for _, address, size in addresses]
-            written = {}
+            written = set()  # the bytes it wrote; their values are read back after it (a hook's value is the
+            # register's, before a movbe swaps it)
 
             def check(_uc, access, address, size, value, _data):
                 if not any(start <= address and address + size <= end for start, end in allowed):
                     raise _OutsideError
                 if access == unicorn.UC_MEM_WRITE:
-                    for offset in range(size):
-                        written[address + offset] = (value >> (8 * offset)) & 0xFF
+                    written.update(range(address, address + size))
 
             hook = uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE, check)
             try:
@@ -131,7 +131,8 @@ class Emulator:
         stores = {}
         for index, (kind, address, size) in enumerate(addresses):
             if kind == "w":
-                data = [written.get(address + offset, provided.get(address + offset)) for offset in range(size)]
+                now = uc.mem_read(address, size)
+                data = [now[k] if address + k in written else provided.get(address + k) for k in range(size)]
                 if None not in data:
                     stores[index] = int.from_bytes(bytes(data), "little")
         return regs, stores
