@@ -75,6 +75,9 @@ class Classifier(dict):
         code = self._read(address, MAX_INSN_SIZE)
         decoded = next(self._cs.disasm(code, address, 1), None)
         if decoded is None:
+            size = evex_length(code)  # an AVX512-FP16 instruction capstone 5 does not know: no branch
+            if size is not None:
+                return Insn(address, size, Transfer.OTHER, None, False)
             return Insn(address, 1, Transfer.FAR, None, False)  # undecodable: treat as leaving the trace
         transfer, target = _transfer(decoded)
         repeats = decoded.id in _STRING_OPS and any(p in (0xF2, 0xF3) for p in decoded.prefix)
@@ -101,3 +104,33 @@ def _transfer(decoded):
     if is_call or decoded.id == x86.X86_INS_JMP:
         return Transfer.DIRECT, operand.imm
     return Transfer.CONDITIONAL, operand.imm  # jcc, jrcxz, loop*
+
+
+_LEGACY_PREFIXES = frozenset((0x66, 0x67, 0xF2, 0xF3, 0xF0, 0x2E, 0x36, 0x3E, 0x26, 0x64, 0x65))
+_EVEX_MAPS_WITHOUT_IMMEDIATE, _EVEX_MAP_WITH_IMMEDIATE = (5, 6), 3
+
+
+def evex_length(code):
+    """The length of an EVEX instruction of map 3, 5 or 6 (AVX512-FP16's, which capstone 5 does not decode), or
+    None: legacy prefixes, the four EVEX bytes, the opcode, ModRM and what it asks for (SIB, displacement), and
+    map 3's immediate byte.  No instruction of those maps branches."""
+    at = 0
+    while at < len(code) and code[at] in _LEGACY_PREFIXES:
+        at += 1
+    if at + 6 > len(code) or code[at] != 0x62:
+        return None
+    space = code[at + 1] & 7
+    if space not in (*_EVEX_MAPS_WITHOUT_IMMEDIATE, _EVEX_MAP_WITH_IMMEDIATE):
+        return None
+    modrm, at = code[at + 5], at + 6
+    mode, rm = modrm >> 6, modrm & 7
+    if mode != 3:
+        if rm == 4:  # a SIB byte, whose base 5 without a displacement means a 32-bit one
+            if at >= len(code):
+                return None
+            at += 1 + (4 if mode == 0 and code[at] & 7 == 5 else 0)
+        elif mode == 0 and rm == 5:  # rip-relative
+            at += 4
+        at += {1: 1, 2: 4}.get(mode, 0)
+    at += 1 if space == _EVEX_MAP_WITH_IMMEDIATE else 0
+    return at if at <= MAX_INSN_SIZE else None
