@@ -26,12 +26,7 @@ def recording(tmp_path_factory):
     subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(SOURCES / "shared_memory.c")], check=True)
     command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
-    bundle = json.loads((folder / "full" / "trace.json").read_text())
-    for process in bundle["processes"]:  # the end core alone, as a perf.data with --core has it
-        process.pop("startCoreFile")
-        for thread in process["threads"]:
-            thread.pop("syscallResults"), thread.pop("registerStates")
-    (folder / "full" / "end_only.json").write_text(json.dumps(bundle))
+    _end_only(folder / "full")
     with open(binary, "rb") as file:
         symbols = ELFFile(file).get_section_by_name(".symtab")
         pointers = {name: symbols.get_symbol_by_name(name)[0]["st_value"] for name in ("second_view", "page")}
@@ -79,3 +74,40 @@ def test_a_writable_file_mapping_no_module_backs_and_the_vvar_page_are_taken_for
         (0x7000, 0x8000),
         (0xA000, 0xC000),
     ]
+
+
+@pytest.fixture(scope="module")
+def io_uring_recording(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("io_uring")
+    binary = folder / "io_uring_read"
+    subprocess.run(["gcc", "-O2", "-g", "-static", "-o", str(binary), str(SOURCES / "io_uring_read.c")], check=True)
+    if subprocess.run([str(binary)], capture_output=True).returncode == 2:
+        pytest.skip("io_uring is not allowed here (a container's seccomp, or kernel.io_uring_disabled)")
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300)
+    with open(binary, "rb") as file:
+        buffer = ELFFile(file).get_section_by_name(".symtab").get_symbol_by_name("buf")[0]["st_value"]
+    return _end_only(folder / "full"), buffer
+
+
+def _end_only(folder):
+    """The bundle's trace.json and a copy with the end core alone, as a perf.data with --core has it."""
+    bundle = json.loads((folder / "trace.json").read_text())
+    for process in bundle["processes"]:
+        process.pop("startCoreFile")
+        for thread in process["threads"]:
+            thread.pop("syscallResults"), thread.pop("registerStates")
+    (folder / "end_only.json").write_text(json.dumps(bundle))
+    return folder
+
+
+@pytest.mark.parametrize("bundle", ["trace.json", "end_only.json"])
+def test_memory_an_io_uring_may_write_is_known_nowhere_but_at_known_states(io_uring_recording, bundle):
+    """io_uring_read.c: the kernel completes a read into buf while returning from a write(), which says it writes
+    nothing; buf was shown the read's bytes before it, even with every register recorded."""
+    folder, buffer = io_uring_recording
+    (thread,) = api.open_bundle(folder / bundle).threads
+    (written,) = thread.find(line=("io_uring_read.c", 42), limit=1)  # write(pipes[1], "ABCDEFGH", 8)
+    for position in range(written.index):
+        data, mask = thread.read_memory_at(position, buffer, 8)
+        assert not any(known and byte in b"ABCDEFGH" for byte, known in zip(data, mask, strict=True)), position

@@ -70,8 +70,8 @@ def keep_known_states(session, start_core):
 
 
 def _shared_mappings(pid):
-    """The live process's MAP_SHARED mappings, [(start, end)] (none once it is gone: it has no end state then)."""
+    """The live process's MAP_SHARED mappings, [(start, end, path)] (none once it is gone: no end state then)."""
     try:
-        return [(mapping.start, mapping.end) for mapping in read_maps(pid) if "s" in mapping.perms]
+        return [(mapping.start, mapping.end, mapping.path) for mapping in read_maps(pid) if "s" in mapping.perms]
     except OSError:
         return []

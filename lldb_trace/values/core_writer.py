@@ -193,7 +193,8 @@ def _siginfo(thread):
 
 
 def _file_note(regions):
-    files = [region for region in regions if region.path.startswith("/")]
+    """NT_FILE, as the kernel writes it: every mapping of a file, "anon_inode:[io_uring]" too (not [heap], [vdso])."""
+    files = [region for region in regions if region.path and not region.path.startswith("[")]
     body = struct.pack("<QQ", len(files), PAGE)
     body += b"".join(struct.pack("<QQQ", r.start, r.end, r.offset // PAGE) for r in files)
     return body + b"".join(r.path.encode() + b"\0" for r in files)

@@ -43,6 +43,7 @@ class ValuesError(LldbTraceError):
 # window between it and the end (about 9 s and 350 MB a million instructions), so a long trace's values are those
 # of its last quarter million instructions (about 2 s at worst).
 MOST_POSITIONS = 250_000
+IO_URING = "[io_uring]"  # the name an io_uring's ring mapping has ("anon_inode:[io_uring]")
 
 
 def values_of(process_trace: ProcessTrace) -> ProcessValues:
@@ -64,7 +65,7 @@ class ProcessValues:
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
-        self.live_shared: Callable[[], list] | None = None  # a live process's shared mappings, [(start, end)]
+        self.live_shared: Callable[[], list] | None = None  # a live process's shared mappings: (start, end, path)
 
     @property
     def end_core(self) -> CoreFile | None:
@@ -156,13 +157,18 @@ class ProcessValues:
         process's shared mappings."""
         modules = [path for module in self.process_trace.process.modules for path in (module.system_path, module.path)]
         found = shared_spans((self.end_core, self.start_core), modules)
-        return disjoint([*found, *self.live_shared()]) if self.live_shared is not None else found
+        live = [(start, end) for start, end, _ in self.live_shared()] if self.live_shared is not None else []
+        return disjoint([*found, *live])
 
     def _shares_memory(self) -> bool:
-        """Whether another thread may have written memory meanwhile: the trace follows several, or a known state
-        holds threads the trace does not follow (``lldb-trace record --threads main``)."""
-        cores = (self.end_core, self.start_core)
-        return len(self.process_trace.tids) > 1 or any(core is not None and len(core.threads) > 1 for core in cores)
+        """Whether another thread, or the kernel, may have written memory meanwhile: the trace follows several
+        threads, a known state holds threads the trace does not follow (``lldb-trace record --threads main``), or
+        the process has an io_uring, whose completions the kernel writes to any buffer when it pleases."""
+        cores = [core for core in (self.end_core, self.start_core) if core is not None]
+        mapped = [mapping.path for core in cores for mapping in core.mapped_files]
+        mapped += [path for _, _, path in self.live_shared()] if self.live_shared is not None else []
+        threads = len(self.process_trace.tids) > 1 or any(len(core.threads) > 1 for core in cores)
+        return threads or any(path.endswith(IO_URING) for path in mapped)
 
     def _syscalls(self, tid: int, counted: _InstructionPositions) -> dict[int, SyscallResult]:
         """The recorded system calls' results, by position."""
