@@ -149,6 +149,17 @@ class ElfInfo:
         """The file address of function symbol ``name``, or None."""
         return self.symbols.get(name)
 
+    def data_symbols(self, names):
+        """``{name: file address}`` of the data symbols (STT_OBJECT) named in ``names`` that the file defines."""
+        found = {}
+        with open(self.path, "rb") as f:
+            elf = ELFFile(f)
+            for table in filter(None, (elf.get_section_by_name(name) for name in (".dynsym", ".symtab"))):
+                for symbol in table.iter_symbols():
+                    if symbol.name in names and symbol["st_info"]["type"] == "STT_OBJECT" and symbol["st_value"]:
+                        found[symbol.name] = symbol["st_value"]
+        return found
+
 
 def _unreadable(path, error):
     """The NotAnElfError for what pyelftools raised reading ``path``."""

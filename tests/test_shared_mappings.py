@@ -111,3 +111,33 @@ def test_memory_an_io_uring_may_write_is_known_nowhere_but_at_known_states(io_ur
     for position in range(written.index):
         data, mask = thread.read_memory_at(position, buffer, 8)
         assert not any(known and byte in b"ABCDEFGH" for byte, known in zip(data, mask, strict=True)), position
+
+
+@pytest.fixture(scope="module")
+def rseq_recording(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rseq")
+    binary = folder / "rseq_cpu"
+    subprocess.run(["gcc", "-O2", "-g", "-static", "-o", str(binary), str(SOURCES / "rseq_cpu.c")], check=True)
+    if subprocess.run([str(binary)], capture_output=True).returncode == 2:
+        pytest.skip("fewer than two CPUs to move a thread between")
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300)
+    return _end_only(folder / "full")
+
+
+def test_the_cpu_a_thread_ran_on_is_not_taken_from_the_end(rseq_recording):
+    """rseq_cpu.c reads CPU 0, 1, 0, ... from its rseq area: from the end core the area was known at every
+    position (the end's CPU), and with the system calls' results a read of CPU 0 was shown 1."""
+    bundle = json.loads((rseq_recording / "end_only.json").read_text())
+    full = json.loads((rseq_recording / "trace.json").read_text())
+    for thread, recorded in zip(bundle["processes"][0]["threads"], full["processes"][0]["threads"], strict=True):
+        thread["syscallResults"] = recorded["syscallResults"]
+    (rseq_recording / "end_and_calls.json").write_text(json.dumps(bundle))
+    (thread,) = api.open_bundle(rseq_recording / "end_and_calls.json").threads
+    (truth,) = api.open_bundle(rseq_recording / "trace.json").threads  # the recorder's registers, at every position
+    for position in range(thread.item_count):
+        shown, true = thread.registers_at(position), truth.registers_at(position)
+        assert all(shown[name] in (None, true[name]) for name in ("rax", "rdx", "rcx")), position
+    (area,) = [span for span in thread.values().volatile if span[1] - span[0] == 32]  # the rseq area's bytes
+    assert thread.read_memory_at(thread.item_count, area[0], 32)[1] == b"\xff" * 32  # known at the end alone
+    assert thread.read_memory_at(thread.item_count - 1, area[0], 32)[1] == bytes(32)

@@ -25,7 +25,7 @@ from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
 from .register_states import RegisterStatesError, read_register_states
-from .shared_mappings import disjoint, shared_spans
+from .shared_mappings import disjoint, rseq_areas, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class ProcessValues:
         self._cores: dict[str, CoreFile | None] = {}
         self._threads: dict[int, ThreadValues | None] = {}
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
+        self._rseq: list | None = None  # the threads' rseq areas (shared_mappings.rseq_areas), once found
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
@@ -155,10 +156,17 @@ class ProcessValues:
     def _shared_mappings(self) -> list:
         """The memory another process may write meanwhile (shared_mappings.py): what the cores list, and a live
         process's shared mappings."""
-        modules = [path for module in self.process_trace.process.modules for path in (module.system_path, module.path)]
-        found = shared_spans((self.end_core, self.start_core), modules)
+        modules = self.process_trace.process.modules
+        found = shared_spans((self.end_core, self.start_core), [p for m in modules for p in (m.system_path, m.path)])
         live = [(start, end) for start, end, _ in self.live_shared()] if self.live_shared is not None else []
-        return disjoint([*found, *live])
+        if self._rseq is None:  # the threads' rseq areas, which the kernel writes too: looked up once
+            states = [self.end_state(tid) for tid in self.process_trace.tids]
+            states += [core.state(thread.tid) for core in (self.start_core,) if core for thread in core.threads]
+            known = [state for state in states if state is not None]
+            pointers = {state.registers.get("fs_base") for state in known}
+            files = [(module.path, module.load_address) for module in modules if module.path]
+            self._rseq = rseq_areas(files, known[0].read_memory, pointers) if known else []
+        return disjoint([*found, *self._rseq, *live])
 
     def _shares_memory(self) -> bool:
         """Whether another thread, or the kernel, may have written memory meanwhile: the trace follows several
