@@ -149,8 +149,10 @@ class ElfInfo:
         """The file address of function symbol ``name``, or None."""
         return self.symbols.get(name)
 
+    @lru_cache(maxsize=8)  # noqa: B019 (an ElfInfo is kept per file version: ElfInfo.read)
     def data_symbols(self, names):
-        """``{name: file address}`` of the data symbols (STT_OBJECT) named in ``names`` that the file defines."""
+        """``{name: file address}`` of the data symbols (STT_OBJECT) named in ``names`` (a tuple) that the file
+        defines."""
         found = {}
         with open(self.path, "rb") as f:
             elf = ELFFile(f)
