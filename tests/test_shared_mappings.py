@@ -19,18 +19,35 @@ from lldb_trace.values.shared_mappings import shared_spans
 STORED, WRITTEN_BY_CHILD = 0x4242424242424242, 0xC0C0C0C0C0C0C0C0
 
 
+def recorded(tmp_path_factory, name, flags, skip_if_2=None):
+    """``(bundle folder, binary)``: test_traces/src/NAME.c built and recorded, and its bundle with the end core
+    alone beside (end_only.json); skipped with ``skip_if_2`` where the program exits 2 (what it needs is missing)."""
+    folder = tmp_path_factory.mktemp(name)
+    binary = folder / name
+    subprocess.run(["gcc", *flags, "-g", "-static", "-o", str(binary), str(SOURCES / f"{name}.c")], check=True)
+    if skip_if_2 and subprocess.run([str(binary)], capture_output=True).returncode == 2:
+        pytest.skip(skip_if_2)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300)
+    bundle = json.loads((folder / "full" / "trace.json").read_text())
+    for process in bundle["processes"]:  # the end core alone, as a perf.data with --core has it
+        process.pop("startCoreFile")
+        for thread in process["threads"]:
+            thread.pop("syscallResults"), thread.pop("registerStates")
+    (folder / "full" / "end_only.json").write_text(json.dumps(bundle))
+    return folder / "full", binary
+
+
+def symbols(binary, *names):
+    with open(binary, "rb") as file:
+        table = ELFFile(file).get_section_by_name(".symtab")
+        return [table.get_symbol_by_name(name)[0]["st_value"] for name in names]
+
+
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("shared")
-    binary = folder / "shared_memory"
-    subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(SOURCES / "shared_memory.c")], check=True)
-    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
-    _end_only(folder / "full")
-    with open(binary, "rb") as file:
-        symbols = ELFFile(file).get_section_by_name(".symtab")
-        pointers = {name: symbols.get_symbol_by_name(name)[0]["st_value"] for name in ("second_view", "page")}
-    return folder / "full", pointers
+    folder, binary = recorded(tmp_path_factory, "shared_memory", ["-O0"])
+    return folder, dict(zip(("second_view", "page"), symbols(binary, "second_view", "page"), strict=True))
 
 
 def _word(thread, position, address):
@@ -78,27 +95,9 @@ def test_a_writable_file_mapping_no_module_backs_and_the_vvar_page_are_taken_for
 
 @pytest.fixture(scope="module")
 def io_uring_recording(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("io_uring")
-    binary = folder / "io_uring_read"
-    subprocess.run(["gcc", "-O2", "-g", "-static", "-o", str(binary), str(SOURCES / "io_uring_read.c")], check=True)
-    if subprocess.run([str(binary)], capture_output=True).returncode == 2:
-        pytest.skip("io_uring is not allowed here (a container's seccomp, or kernel.io_uring_disabled)")
-    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
-    subprocess.run(command, capture_output=True, timeout=300)
-    with open(binary, "rb") as file:
-        buffer = ELFFile(file).get_section_by_name(".symtab").get_symbol_by_name("buf")[0]["st_value"]
-    return _end_only(folder / "full"), buffer
-
-
-def _end_only(folder):
-    """The bundle's trace.json and a copy with the end core alone, as a perf.data with --core has it."""
-    bundle = json.loads((folder / "trace.json").read_text())
-    for process in bundle["processes"]:
-        process.pop("startCoreFile")
-        for thread in process["threads"]:
-            thread.pop("syscallResults"), thread.pop("registerStates")
-    (folder / "end_only.json").write_text(json.dumps(bundle))
-    return folder
+    why = "io_uring is not allowed here (a container's seccomp, or kernel.io_uring_disabled)"
+    folder, binary = recorded(tmp_path_factory, "io_uring_read", ["-O2"], why)
+    return folder, symbols(binary, "buf")[0]
 
 
 @pytest.mark.parametrize("bundle", ["trace.json", "end_only.json"])
@@ -115,14 +114,7 @@ def test_memory_an_io_uring_may_write_is_known_nowhere_but_at_known_states(io_ur
 
 @pytest.fixture(scope="module")
 def rseq_recording(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rseq")
-    binary = folder / "rseq_cpu"
-    subprocess.run(["gcc", "-O2", "-g", "-static", "-o", str(binary), str(SOURCES / "rseq_cpu.c")], check=True)
-    if subprocess.run([str(binary)], capture_output=True).returncode == 2:
-        pytest.skip("fewer than two CPUs to move a thread between")
-    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(folder / "full"), "--", str(binary)]
-    subprocess.run(command, capture_output=True, timeout=300)
-    return _end_only(folder / "full")
+    return recorded(tmp_path_factory, "rseq_cpu", ["-O2"], "fewer than two CPUs to move a thread between")[0]
 
 
 def test_the_cpu_a_thread_ran_on_is_not_taken_from_the_end(rseq_recording):
