@@ -224,6 +224,17 @@ def test_a_crash_right_after_a_handler_returned_loads(tmp_path):
     assert thread.stop.signal == 11 and thread.registers_at(thread.item_count)["rip"] == thread.stop.pc
 
 
+def test_an_instruction_the_kernel_runs_for_the_program_is_recorded_with_the_next(tmp_path):
+    """umip.c's sgdt: under UMIP the kernel emulates it and the step stops after the next instruction; both were
+    left out of the history (the jump was taken for a signal's)."""
+    binary = tmp_path / "umip"
+    subprocess.run(["gcc", "-O1", "-o", str(binary), str(SOURCES / "umip.c")], check=True)
+    assert record_cli(tmp_path / "b", binary).returncode == 0
+    (thread,) = api.open_bundle(tmp_path / "b" / "trace.json").threads
+    shown = [str(item) for item in thread.items(forwards=True) if "`main" in str(item)]
+    assert [line.split(": ", 1)[1].split()[0] for line in shown[:3]] == ["sgdtq", "movq", "movq"], shown
+
+
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):
     """--overflow-lost alone is refused before recording; --overflow-at past the recording's end is a note."""
     binary = tmp_path / "crash"

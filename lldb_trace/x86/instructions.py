@@ -30,6 +30,7 @@ class Insn:
     transfer: Transfer
     target: int | None  # for DIRECT and CONDITIONAL
     repeats: bool  # REP/REPNE string instruction: ptrace stops once per iteration
+    emulated: bool = False  # one the kernel runs for the program under UMIP (sgdt...): a single step skips past it
 
     @property
     def next_address(self):
@@ -41,6 +42,9 @@ class Insn:
         return self.target if self.transfer == Transfer.DIRECT else self.address + self.size
 
 
+# What the kernel emulates when UMIP makes it fault in user mode; the single step's trap after it is lost, so the
+# thread stops after the instruction that follows it.
+_UMIP_EMULATED = frozenset(("sgdt", "sidt", "sldt", "smsw", "str"))
 _FAR_MNEMONICS = {"syscall", "sysenter", "int", "int1", "int3", "into", "iret", "iretd", "iretq", "ud2", "hlt"}
 _FAR_MNEMONICS |= {"sysret", "sysexit", "ljmp", "lcall", "retf", "retfq"}
 # LOOP and JrCXZ are conditional branches for PT, but capstone puts LOOP in no jump group.
@@ -81,7 +85,7 @@ class Classifier(dict):
             return Insn(address, 1, Transfer.FAR, None, False)  # undecodable: treat as leaving the trace
         transfer, target = _transfer(decoded)
         repeats = decoded.id in _STRING_OPS and any(p in (0xF2, 0xF3) for p in decoded.prefix)
-        return Insn(address, decoded.size, transfer, target, repeats)
+        return Insn(address, decoded.size, transfer, target, repeats, decoded.mnemonic in _UMIP_EMULATED)
 
 
 def _transfer(decoded):

@@ -63,6 +63,10 @@ class ThreadRecorder:
             or (transfer == _DIRECT and new_ip != insn.target)
             or (transfer == _CONDITIONAL and new_ip != insn.next_address and new_ip != insn.target)
         ):
+            if insn.emulated and _may_follow(self.classifier[insn.next_address], new_ip):
+                self.stepped(insn.next_address)  # the kernel ran it (UMIP), and the step ran the next one too
+                self.stepped(new_ip)
+                return
             # Not a successor: the instruction never ran.  A signal was delivered before it (by a
             # debugger that does not report it) and the step ran the handler's first instruction.
             self.signalled(new_ip)
@@ -201,3 +205,14 @@ class ThreadRecorder:
             self.truth.snapshot_from = kept[0] if kept else len(self.truth.addresses)
             data = data[cut:]
         return data
+
+
+def _may_follow(insn, new_ip):
+    """Whether the thread may stand at ``new_ip`` after ``insn`` ran (an indirect or far one: anywhere)."""
+    if insn.transfer == _OTHER:
+        return new_ip == insn.next_address
+    if insn.transfer == _DIRECT:
+        return new_ip == insn.target
+    if insn.transfer == _CONDITIONAL:
+        return new_ip in (insn.next_address, insn.target)
+    return True
