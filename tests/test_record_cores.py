@@ -235,6 +235,20 @@ def test_an_instruction_the_kernel_runs_for_the_program_is_recorded_with_the_nex
     assert [line.split(": ", 1)[1].split()[0] for line in shown[:3]] == ["sgdtq", "movq", "movq"], shown
 
 
+def test_a_chain_of_loads_each_seeing_through_a_call_is_no_recursion(tmp_path):
+    """see_through.c with both cores and no register states (what a hardware capture saves): 512 loads, each
+    learning from the one after it, were checked recursively: RecursionError in every question."""
+    binary = tmp_path / "see_through"
+    subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(SOURCES / "see_through.c")], check=True)
+    assert record_cli(tmp_path / "b", binary).returncode == 0
+    bundle = json.loads((tmp_path / "b" / "trace.json").read_text())
+    for thread in bundle["processes"][0]["threads"]:
+        thread.pop("registerStates")
+    (tmp_path / "b" / "cores_only.json").write_text(json.dumps(bundle))
+    (thread,) = api.open_bundle(tmp_path / "b" / "cores_only.json").threads
+    assert thread.registers_at(0)["rsp"] is not None  # the start core's
+
+
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):
     """--overflow-lost alone is refused before recording; --overflow-at past the recording's end is a note."""
     binary = tmp_path / "crash"

@@ -45,6 +45,7 @@ class Generations:
         self.before_barrier = {}  # and the other way round
         self.at = defaultdict(list)  # instruction -> its accesses added
         self.pinned = defaultdict(set)  # generation start -> the bytes a pin said there (patch finds them)
+        self._checks, self._checking = [], False  # accesses to check, and whether a check is running them
 
     def generation(self, byte, state):
         """``(start, end)``: the instruction that began the byte's generation at ``state`` (-1: before the window)
@@ -245,6 +246,19 @@ class Generations:
             self._check(woken)
 
     def _check(self, access):
+        """Wakes the access's instruction when its bytes are all known (a load may see through, which checks the
+        loads that teaches in turn: queued, not recursed into, for a chain of them runs as long as a buffer)."""
+        self._checks.append(access)
+        if self._checking:
+            return  # the check below this call runs the queue
+        self._checking = True
+        try:
+            while self._checks:
+                self._check_one(self._checks.pop())
+        finally:
+            self._checking = False
+
+    def _check_one(self, access):
         i, k, kind, address, size = access
         state = i + 1 if kind == "w" else i
         data, barrier = [], self._barrier_before(state)
