@@ -69,6 +69,16 @@ def test_the_bundle_names_both_cores_and_each_threads_syscall_results(recorded):
     assert {"cores/end.core", "cores/start.core", thread["syscallResults"]} <= set(files)
 
 
+def test_who_wrote_this_names_the_system_call_that_wrote_the_bytes(recorded, program):
+    """known_states.c's read() fills ``contents``: its recorded result is a write there, in pt find's list and to a
+    watchpoint, with the bytes it wrote (it was left out: only instructions' own stores were listed)."""
+    contents = _symbol_address(program, open_core(recorded / "cores/end.core"), "contents")
+    (thread,) = api.open_bundle(recorded / "trace.json").threads
+    (write,) = [access for access in thread.find(write=contents, size=len(DATA)) if access.exact]
+    assert write.new == DATA and write.address == contents and write.size == len(DATA)
+    assert thread.values()._effect(thread.values().addresses[write.position]).kind == "syscall"
+
+
 def test_the_cores_stand_where_the_trace_starts_and_ends(recorded, program):
     tid = _process(recorded)["pid"]
     truth = truth_of(recorded / "trace.json", tid)

@@ -10,6 +10,7 @@ from ..errors import LldbTraceError
 if TYPE_CHECKING:
     from .recovery import Access, ThreadValues
 
+
 MAX_SIZE = 1 << 20  # bytes one question may cover
 
 
@@ -36,3 +37,55 @@ def in_shared_mapping(values: ThreadValues, address: int, size: int) -> bool:
     """Whether any of the bytes lies in a shared mapping (shared_mappings.py): writes there by other processes, or
     through another mapping of the same memory, are in no trace of this thread."""
     return any(low < address + size and address < high for low, high in values.volatile)
+
+
+def window_accesses(values: ThreadValues, address: int, size: int, kinds=("write",)) -> list[Access]:
+    """ThreadValues.accesses: the accesses each window solved lays out, and the writes the kernel made that the
+    known states record (a system call's buffers, a signal's frame: at the instruction the call is, or after
+    which the signal came), newest first; an access whose area is only bounded, or a write at an unknown
+    address, as one that may have touched the bytes."""
+    from .recovery import CHUNK, Access
+
+    found = []
+    for number in reversed(range(values.chunks)):
+        chunk, low = values._solved(number), number * CHUNK
+        by_instruction = {}
+        for i, k, kind, where, length in chunk.known_accesses:
+            if where < address + size and address < where + length:
+                by_instruction.setdefault(i, []).append((k, kind, where, length, not chunk.spans_exactly(i, k)))
+        for i, where, data in _kernel_writes(values, low, low + chunk.n, address, size):
+            by_instruction.setdefault(i, []).append((data, "w", where, len(data), False))
+        for i in reversed(range(chunk.n)):
+            for k, kind, where, length, may in by_instruction.get(i, ()):
+                name = "write" if kind == "w" else "read"
+                if may and name in kinds and i not in chunk.unknown_writes:  # an area only bounded
+                    found.append(Access(low + i, name, None, 0, None, None, False))
+                elif name in kinds and not may:
+                    old = _bytes(chunk, i, where, length)
+                    new = _bytes(chunk, i + 1, where, length) if kind == "w" else old
+                    if isinstance(k, bytes):  # the kernel's: what it wrote
+                        new = k
+                    elif new is None and kind == "w" and chunk.facts.get((i, k)) is not None:  # a shared mapping's
+                        new = chunk.facts[(i, k)].to_bytes(length, "little")
+                    found.append(Access(low + i, name, where, length, old, new, True))
+            if i in chunk.unknown_writes and "write" in kinds:
+                found.append(Access(low + i, "write", None, 0, None, None, False))
+    return found
+
+
+def _kernel_writes(values, low, high, address, size):
+    """``(window position, address, bytes)`` of the recorded kernel writes in positions low..high-1 that touch the
+    asked bytes, cut to them."""
+    for position, result in values.syscalls.items():
+        at = position - 1 if result.before else position  # a frame: written after the instruction before it
+        if not low <= at < high:
+            continue
+        for start, data in result.memory:
+            first, last = max(start, address), min(start + len(data), address + size)
+            if first < last:
+                yield at - low, first, bytes(data[first - start : last - start])
+
+
+def _bytes(chunk, state, address, size):
+    values = [chunk.memory_byte(state, address + offset) for offset in range(size)]
+    return None if None in values else bytes(values)

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import progress
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
+from .accesses import window_accesses
 from .chunk import Chunk
 from .deliveries import Deliveries
 from .emulator import Emulator
@@ -157,33 +158,9 @@ class ThreadValues:
         return bytes(v or 0 for v in values), bytes(0 if v is None else 0xFF for v in values)
 
     def accesses(self, address, size, kinds=("write",)):
-        """The instructions that read or wrote any byte of ``[address, address + size)``, newest first."""
-        found = []
-        for number in reversed(range(self.chunks)):
-            chunk, low = self._solved(number), number * CHUNK
-            by_instruction = {}
-            for i, k, kind, where, length in chunk.known_accesses:
-                if where < address + size and address < where + length:
-                    by_instruction.setdefault(i, []).append((k, kind, where, length, not chunk.spans_exactly(i, k)))
-            for i in reversed(range(chunk.n)):
-                for k, kind, where, length, may in by_instruction.get(i, ()):
-                    name = "write" if kind == "w" else "read"
-                    if may and name in kinds and i not in chunk.unknown_writes:  # an area only bounded
-                        found.append(Access(low + i, name, None, 0, None, None, False))
-                    elif name in kinds and not may:
-                        old = self._bytes(chunk, i, where, length)
-                        new = self._bytes(chunk, i + 1, where, length) if kind == "w" else old
-                        if new is None and kind == "w" and chunk.facts.get((i, k)) is not None:  # a shared mapping's
-                            new = chunk.facts[(i, k)].to_bytes(length, "little")
-                        found.append(Access(low + i, name, where, length, old, new, True))
-                if i in chunk.unknown_writes and "write" in kinds:
-                    found.append(Access(low + i, "write", None, 0, None, None, False))
-        return found
-
-    @staticmethod
-    def _bytes(chunk, state, address, size):
-        values = [chunk.memory_byte(state, address + offset) for offset in range(size)]
-        return None if None in values else bytes(values)
+        """The instructions (and the kernel's writes) that read or wrote any byte of ``[address, address + size)``,
+        newest first (accesses.py)."""
+        return window_accesses(self, address, size, kinds)
 
     def _rip(self, position):
         if position < self.count:
