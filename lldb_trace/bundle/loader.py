@@ -155,12 +155,15 @@ class _Builder:
         modules = tuple(self._module(f"{where}.modules[{i}]", m, arch) for i, m in enumerate(process["modules"]))
         self._check_disjoint(f"{where}.modules", modules)
         children = tuple(process.get("untracedChildren", ()))
+        untraced = tuple(process.get("untracedThreads", ()))
         cores = {
             field: self._file(f"{where}.{key}", process[key], what, "fix the path, or remove the key")
             for key, field, what in _CORE_KEYS
             if key in process
         }
-        return Process(process["pid"], triple, threads, modules, untraced_children=children, **cores)
+        return Process(
+            process["pid"], triple, threads, modules, untraced_children=children, untraced_threads=untraced, **cores
+        )
 
     def _check_disjoint(self, where, modules):
         """Modules of one process cannot share addresses: the decoder would find only one of them there."""

@@ -168,6 +168,7 @@ class Process:
     missing_modules: tuple[MissingModule, ...] = ()
     name: str | None = None  # the command name a perf.data recorded
     untraced_children: tuple[int, ...] = ()  # pids of the processes it created that ran without tracing
+    untraced_threads: tuple[int, ...] = ()  # tids of its threads that ran without tracing: memory is shared
     core_file: Path | None = None  # an ELF core of the process where its trace ends ("coreFile")
     start_core_file: Path | None = None  # the same where its recording started ("startCoreFile")
 

@@ -54,6 +54,7 @@ class SaveProcess:
     threads: tuple  # SaveThread
     modules: tuple  # SaveModule
     untraced_children: tuple = ()  # pids of the processes it created that ran without tracing
+    untraced_threads: tuple = ()  # tids of its threads that ran without tracing
     core_file: str | None = None  # the bundle's file of its core where the trace ends (written by the caller)
     start_core_file: str | None = None  # the same where recording started
 
@@ -240,6 +241,8 @@ def _process(process, copy_images):
     }
     if process.untraced_children:
         document["untracedChildren"] = list(process.untraced_children)
+    if process.untraced_threads:
+        document["untracedThreads"] = list(process.untraced_threads)
     if process.core_file is not None:
         document["coreFile"] = process.core_file
     if process.start_core_file is not None:

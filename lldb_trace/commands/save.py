@@ -119,7 +119,8 @@ class SaveCommand(TraceCommand):
         stopped = live and live_target.GetProcess().GetState() == lldb.eStateStopped  # an exited one has no state
         core = core_name(process.pid) if (stopped and keeps_states) or END_CORE in extra else None
         saved = SaveProcess(
-            process.pid, process.triple, threads, tuple(modules), process.untraced_children, core_file=core,
+            process.pid, process.triple, threads, tuple(modules), process.untraced_children,
+            untraced_threads=process.untraced_threads, core_file=core,
             start_core_file=START_CORE if START_CORE in extra else None,
         )  # fmt: skip
         if parser.format == "perf":

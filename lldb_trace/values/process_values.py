@@ -175,7 +175,9 @@ class ProcessValues:
         cores = [core for core in (self.end_core, self.start_core) if core is not None]
         mapped = [mapping.path for core in cores for mapping in core.mapped_files]
         mapped += [path for _, _, path in self.live_shared()] if self.live_shared is not None else []
+        process = self.process_trace.process
         threads = len(self.process_trace.tids) > 1 or any(len(core.threads) > 1 for core in cores)
+        threads = threads or bool(getattr(process, "untraced_threads", ()))  # (--threads main: they ran, unseen)
         return threads or any(path.endswith(IO_URING) for path in mapped)
 
     def _syscalls(self, tid: int, counted: _InstructionPositions) -> dict[int, SyscallResult]:

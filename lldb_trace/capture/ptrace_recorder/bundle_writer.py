@@ -57,6 +57,7 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
         threads,
         modules,
         tuple(recording.untraced_children),
+        untraced_threads=tuple(recording.untraced_threads),
         core_file=cores.get("end.core"),
         start_core_file=cores.get("start.core"),
     )

@@ -33,6 +33,7 @@ class Recording:
     memory_modules: list = field(default_factory=list)  # [(name, load address, bytes)]: with no file (the vdso)
     stops: dict = field(default_factory=dict)  # tid -> ThreadStop: the fatal signal, or the exit status
     untraced_children: list = field(default_factory=list)  # pids of the processes it created, run untraced
+    untraced_threads: list = field(default_factory=list)  # tids of its threads not recorded (--threads main)
     tsc_zero_ns: int | None = None  # realtime minus TSC, when timing was recorded
     clock: object = None  # the ClockInfo of MTC/CYC packets, when recorded
     seconds: float = 0.0

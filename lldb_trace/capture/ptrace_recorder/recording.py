@@ -62,6 +62,7 @@ class _Tracee:
         self.recorders = {}
         self.finished = {}
         self.free = set()  # live threads not recorded
+        self.untraced_threads = []  # every thread not recorded (--threads main), ended or not
         self.children = []  # processes the program created, let go to run untraced
         self.early = set()  # new processes whose first stop came before their creator's event
         self.patched = None  # (address, original word) of the breakpoint at main, while it is set
@@ -140,6 +141,7 @@ class _Tracee:
             self.recorders[tid] = None  # recorded from its first stop
         else:
             self.free.add(tid)
+            self.untraced_threads.append(tid)
 
     def _end_all(self, reason):
         for recorder in self.recorders.values():
@@ -393,6 +395,7 @@ def record(program, args=(), options=None, progress=None):
     recording.memory_modules = [("[vdso]", *vdso)] if vdso is not None else []
     recording.stops = tracee.stops
     recording.untraced_children = tracee.children
+    recording.untraced_threads = tracee.untraced_threads
     recording.tsc_zero_ns = tsc_zero
     if options.tsc and (options.mtc_period is not None or options.cycle_accurate):
         recording.clock = clock_info(options.mtc_period, options.cycle_accurate)
