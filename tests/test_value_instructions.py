@@ -141,6 +141,22 @@ def test_a_bit_test_of_memory_touches_the_word_its_offset_picks(code, offset, wo
     assert {area.address(state.get) for _, area, _ in effect.accesses} == {word}
 
 
+@pytest.mark.parametrize(
+    ("code", "partial"),
+    [
+        ("62f17e497f0f", True),  # vmovdqu32 [rdi]{k1}, zmm1: the mask picks the elements written
+        ("c4e26d2e0f", True),  # vmaskmovps [rdi], ymm2, ymm1
+        ("62f27d498b0f", True),  # vpcompressd [rdi]{k1}, zmm1: as many as the mask has bits
+        ("62f17e487f0f", False),  # vmovdqu32 [rdi], zmm1: all 64 bytes
+        ("0f2b07", False),  # movntps [rdi], xmm0
+    ],
+)
+def test_a_masked_store_may_leave_bytes_of_its_area_alone(code, partial):
+    """pt find lists such a store as one that may have written the bytes, not as their exact writer."""
+    effect = _effect(code)
+    assert "w" in [kind for kind, _, _ in effect.accesses] and effect.partial == partial
+
+
 def test_a_movbe_store_writes_the_swapped_bytes():
     """The emulator's write hook sees the register's value before movbe swaps it: the bytes are read back."""
     state = {RAX: 0x01020304, RDI: 0x5000}

@@ -57,6 +57,7 @@ _X87_STORES = {
     "fstsw": 2, "fnstenv": 28, "fstenv": 28, "fnsave": 108, "fsave": 108,
 }  # fmt: skip
 _BIT_TESTS = frozenset(("bt", "bts", "btr", "btc"))
+_PARTIAL_STORES = ("maskmov", "pmaskmov", "compress", "pcompress")  # stores of the elements a mask or count picks
 # Stores capstone marks as reads of their operand, or sizes wrongly: the bytes each writes (0: its operand's).
 # fnsave's 108 is its 32-bit layout's, and covers the 94 of the 16-bit one (an operand-size prefix).
 _MISSED_STORES = {"stmxcsr": 4, "vstmxcsr": 4, "movnti": 0, "fnsave": 108}
@@ -248,6 +249,7 @@ def _vector(effect, insn):
     accesses = [("r", ref, size) for kind, ref, size in effect.accesses if kind == "r"]
     if first is not None and first.kind == "mem":
         accesses.append(("w", first.ref, first.width // 8))
+        effect.partial = "{k" in insn.op_str or effect.mnemonic.removeprefix("v").startswith(_PARTIAL_STORES)
         effect.barrier |= first.width == 0 or first.ref is None
     effect.barrier |= effect.mnemonic in _IMPLICIT_STORES or "scatter" in effect.mnemonic
     effect.accesses = tuple(access for access in accesses if access[1] is not None)

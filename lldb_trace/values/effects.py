@@ -168,6 +168,7 @@ class Effect:
     mentioned: tuple = ()  # the registers it reads or writes
     related: tuple = ()  # rules.relations(self), set where it is decoded for a window (recovery.py)
     seed: bool = False  # a rule may learn something from it before any register is known
+    partial: bool = False  # its memory write may leave some bytes of its area alone (a mask, a compress)
     code: bytes = b""
     signed: bool = False  # movsx
     extra: int = 0  # ret's immediate

@@ -155,11 +155,14 @@ class MemoryLayout:
         return [self._access(i, k) for i, k in sorted(self.addresses)]
 
     def spans_exactly(self, i, k):
-        """Whether access k of instruction i touched every byte of the area it was laid out with: not a movs's or
-        stos's laid out both ways (the direction flag unknown then), nor one a signal or the trace's end stopped
-        partway through its iterations (its next position is not its fall-through)."""
+        """Whether access k of instruction i touched every byte of the area it was laid out with: not a masked or
+        compressing store's, not a movs's or stos's laid out both ways (the direction flag unknown then), nor one a
+        signal or the trace's end stopped partway through its iterations (its next position is not its
+        fall-through)."""
         effect = self.effects[i]
         area = effect.accesses[k][1]
+        if effect.partial:  # a masked store: which bytes it wrote, the mask said
+            return False
         if type(area) is not StringArea:
             return True
         get = partial(self.register, state=i)
