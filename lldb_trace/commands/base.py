@@ -40,6 +40,18 @@ def number_error(option, text, least=0):
     return OptionValueError(f"{option}: '{text}' is not a number (give it in decimal, or in hex as 0x1f)")
 
 
+def lldbs_own(debugger, command, running):
+    """LLDB's own ``command``, run from inside the override that took it over: ``running`` (the override's guard)
+    holds the command meanwhile, so the override steps aside. Its SBCommandReturnObject."""
+    result = lldb.SBCommandReturnObject()
+    running.append(command)
+    try:
+        debugger.GetCommandInterpreter().HandleCommand(command, result)
+    finally:
+        running.pop()
+    return result
+
+
 def listed(values):
     """``a, b or c``: the values a choice takes, as errors and help list them."""
     return ", ".join(values[:-1]) + f" or {values[-1]}"

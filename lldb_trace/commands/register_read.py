@@ -14,12 +14,11 @@ unwinds the frames itself (a core's state at the end) its command runs.
 import re
 import shlex
 
-import lldb
-
 from ..debugger import histories
 from ..debugger.register_layout import FLOATING_SET, GENERAL_SET, GENERIC_NAMES, X86_REGISTER_NAMES
 from ..errors import LldbTraceError
 from ..values.machine_state import GENERAL
+from .base import lldbs_own
 
 _EMPTY_SET = re.compile(r"^[^\n]* Registers:\n(?:\n|$)", re.MULTILINE)  # a set's heading, and no register
 _running = []  # non-empty while LLDB's own command runs inside the override
@@ -66,16 +65,11 @@ def _unknown_registers(debugger, arguments):
     asked = [name for name in names if name not in unknown]  # LLDB answers: the values, or "Invalid register name"
     if names and not unknown:
         return False
-    result = lldb.SBCommandReturnObject()
-    if asked or not names:
-        _running.append(True)
-        try:
-            debugger.GetCommandInterpreter().HandleCommand(" ".join(["register read", *asked]), result)
-        finally:
-            _running.pop()
+    result = lldbs_own(debugger, " ".join(["register read", *asked]), _running) if asked or not names else None
     output = debugger.GetOutputFile()
-    output.Write(result.GetOutput().encode())
-    debugger.GetErrorFile().Write(result.GetError().encode())
+    if result is not None:
+        output.Write(result.GetOutput().encode())
+        debugger.GetErrorFile().Write(result.GetError().encode())
     if not names:
         output.Write(f"not known at this position: {', '.join(unknown)}\n".encode())
     else:
@@ -90,12 +84,7 @@ def _unknown_registers(debugger, arguments):
 def _every_register(debugger, known):
     """``register read --all``: LLDB's sets, less the headings of those with no register known, and the registers
     not known named (LLDB would list the empty sets' headings alone)."""
-    result = lldb.SBCommandReturnObject()
-    _running.append(True)
-    try:
-        debugger.GetCommandInterpreter().HandleCommand("register read --all", result)
-    finally:
-        _running.pop()
+    result = lldbs_own(debugger, "register read --all", _running)
     unknown = [name for name in GENERAL_SET if name not in known]
     floating = [name for name in FLOATING_SET if name not in known]
     unknown += ["the floating point registers"] if len(floating) == len(FLOATING_SET) else floating

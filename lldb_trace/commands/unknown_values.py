@@ -30,6 +30,7 @@ from ..debugger.histories import shows_history
 from ..debugger.register_layout import X86_REGISTER_NAMES
 from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, WHY_UNKNOWN, name_asked_address
 from ..debugger.shown_state import known_memory
+from .base import lldbs_own
 from .routing import quote
 
 EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
@@ -76,7 +77,7 @@ def _override(debugger, evaluates):
         command = " ".join(argv)
         if _running or (evaluates and not _has_expression(command)) or not shows_history(debugger.GetSelectedTarget()):
             return False
-        result = _run(debugger, command)
+        result = lldbs_own(debugger, command, _running)
         if result.Succeeded():  # a struct's fields LLDB could not read are shown inside the value
             if not _UNREAD_VALUE.search(result.GetOutput()):
                 return False  # nothing to say: LLDB runs its command again, so that its result holds the output
@@ -109,13 +110,13 @@ def _memory_override(debugger):
             return False
         arguments, start = list(argv[2:]), _start_argument(argv[2:])
         name_asked_address(_number(arguments[start]) if start is not None else None)
-        result = _run(debugger, _memory_read(arguments))
+        result = lldbs_own(debugger, _memory_read(arguments), _running)
         replaced = start is not None and _BAD_START in result.GetError()
         address = _global_address(target, arguments[start]) if replaced else None
         if address is not None:  # ``x &queue``: LLDB reads queue's value to take its address
             arguments[start] = f"{address[0]:#x}"
             name_asked_address(address[0])
-            result = _run(debugger, _memory_read(arguments))
+            result = lldbs_own(debugger, _memory_read(arguments), _running)
         unknown = _writable_shown(target, registry.for_target(target), result.GetOutput())
         if unknown is not None:
             _write(debugger.GetErrorFile(), f"error: {_unknown_memory(target, unknown)}\n")
@@ -136,17 +137,6 @@ def _memory_override(debugger):
 
 def _memory_read(arguments):
     return " ".join(["memory", "read", *map(quote, arguments)])
-
-
-def _run(debugger, command):
-    """LLDB's own ``command`` (the overrides step aside while it runs), its SBCommandReturnObject."""
-    result = lldb.SBCommandReturnObject()
-    _running.append(command)
-    try:
-        debugger.GetCommandInterpreter().HandleCommand(command, result)
-    finally:
-        _running.pop()
-    return result
 
 
 def _start_argument(arguments):

@@ -87,13 +87,19 @@ class CoreFile:
     read-only data ones it holds no byte of: [vvar], guard pages, files' unchanged pages); ``read`` and
     ``build_id_at`` read the memory it holds, ``state`` gives a MachineState."""
 
-    def __init__(self, path, pid, threads, siginfo, mapped_files, loads, data):
+    def __init__(self, path, pid, threads, siginfo, mapped_files, loads, data, mappings=()):
         self.path = path
         self.pid = pid
         self.threads = threads
         self.siginfo = siginfo
         self.mapped_files = mapped_files
-        self.writable, self.unheld = [], []
+        # ``mappings``: every PT_LOAD's (start, end, bytes held, flags)
+        self.writable = [(low, high) for low, high, _, flags in mappings if flags & _PF_W]
+        self.unheld = [  # nor code
+            (low, high)
+            for low, high, held, flags in mappings
+            if not held and not flags & (_PF_W | _PF_X) and high > low
+        ]
         self._loads = sorted(loads, key=lambda load: load.vaddr)
         self._starts = [load.vaddr for load in self._loads]
         self._data = data
@@ -205,15 +211,10 @@ def open_core(path):
         note for _type, offset, size, *_ in segments if _type == "PT_NOTE" for note in _notes(path, data, offset, size)
     ]
     loads = [_Load(vaddr, size, offset) for _type, offset, size, vaddr, *_ in segments if _type == "PT_LOAD" and size]
-    core = _build(path, notes, loads, data)
-    loads_all = [
+    mappings = [
         (vaddr, vaddr + memory, held, flags) for kind, _, held, vaddr, memory, flags in segments if kind == "PT_LOAD"
     ]
-    core.writable = [(low, high) for low, high, _, flags in loads_all if flags & _PF_W]  # dumped or not
-    core.unheld = [  # nor code
-        (low, high) for low, high, held, flags in loads_all if not held and not flags & (_PF_W | _PF_X) and high > low
-    ]
-    return core
+    return _build(path, notes, loads, data, mappings)
 
 
 def _mapped(path):
@@ -244,7 +245,7 @@ def _notes(path, data, offset, size):
     return notes
 
 
-def _build(path, notes, loads, data):
+def _build(path, notes, loads, data, mappings):
     threads, current, pid, siginfo, mapped = [], None, None, None, ()
     for kind, name, desc in notes:
         if name not in (b"CORE", b"LINUX"):
@@ -264,7 +265,7 @@ def _build(path, notes, loads, data):
             mapped = _mapped_files(path, desc)
     if not threads:
         raise CoreFileError(f"{path}: the core has no thread (no NT_PRSTATUS note): it is damaged or not a process's")
-    return CoreFile(path, pid or threads[0].tid, tuple(threads), siginfo, mapped, loads, data)
+    return CoreFile(path, pid or threads[0].tid, tuple(threads), siginfo, mapped, loads, data, mappings)
 
 
 def _thread(path, desc):

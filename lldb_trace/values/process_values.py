@@ -25,7 +25,7 @@ from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
 from .register_states import RegisterStatesError, read_register_states
-from .shared_mappings import disjoint, rseq_areas, shared_spans
+from .shared_mappings import rseq_areas, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class ProcessValues:
         self._cores: dict[str, CoreFile | None] = {}
         self._threads: dict[int, ThreadValues | None] = {}
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
-        self._rseq: list | None = None  # the threads' rseq areas (shared_mappings.rseq_areas), once found
+        self._known_sharing: tuple | None = None  # what the known states say of shared memory (_sharing), once found
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
@@ -139,6 +139,7 @@ class ProcessValues:
                 "state where recording started (startCoreFile), or none"
             )
         counted = _InstructionPositions(addresses, first - sum(gap.index < first for gap in decoded.gaps))
+        shared, volatile = self._sharing()
         values = ThreadValues(
             addresses,
             self.process_trace.module_bytes.read_unchanging,
@@ -146,39 +147,37 @@ class ProcessValues:
             end_after_last=end_after_last,
             start=start,
             syscalls=self._syscalls(tid, counted),
-            shared_memory=self._shares_memory(),
+            shared_memory=shared,
             recorded=self._register_states(tid, counted),
             interrupted=interruptions(decoded, first),
-            volatile=self._shared_mappings(),
+            volatile=volatile,
         )
         return TailValues(values, first) if first else values
 
-    def _shared_mappings(self) -> list:
-        """The memory another process may write meanwhile (shared_mappings.py): what the cores list, and a live
-        process's shared mappings."""
-        modules = self.process_trace.process.modules
-        found = shared_spans((self.end_core, self.start_core), [p for m in modules for p in (m.system_path, m.path)])
-        live = [(start, end) for start, end, _ in self.live_shared()] if self.live_shared is not None else []
-        if self._rseq is None:  # the threads' rseq areas, which the kernel writes too: looked up once
+    def _sharing(self) -> tuple[bool, list]:
+        """``(shared, volatile)``: whether another thread, or the kernel, may have written any memory meanwhile (the
+        trace follows several threads; a known state holds threads it does not follow; the recorder let threads run
+        untraced, ``--threads main``; the process has an io_uring, whose completions the kernel writes to any
+        buffer when it pleases), and the memory another process or the kernel may write (shared_mappings.py: the
+        shared mappings, the threads' rseq areas). What the known states say is found once; a live process's
+        mappings are read each time."""
+        if self._known_sharing is None:
+            cores = [core for core in (self.end_core, self.start_core) if core is not None]
+            modules = self.process_trace.process.modules
+            untraced = any(len(core.threads) > 1 for core in cores) or bool(self.process_trace.process.untraced_threads)
+            ring = any(mapping.path.endswith(IO_URING) for core in cores for mapping in core.mapped_files)
+            spans = shared_spans(cores, [path for module in modules for path in (module.system_path, module.path)])
             states = [self.end_state(tid) for tid in self.process_trace.tids]
             states += [core.state(thread.tid) for core in (self.start_core,) if core for thread in core.threads]
             known = [state for state in states if state is not None]
             pointers = {state.registers.get("fs_base") for state in known}
             files = [(module.path, module.load_address) for module in modules if module.path]
-            self._rseq = rseq_areas(files, known[0].read_memory, pointers) if known else []
-        return disjoint([*found, *self._rseq, *live])
-
-    def _shares_memory(self) -> bool:
-        """Whether another thread, or the kernel, may have written memory meanwhile: the trace follows several
-        threads, a known state holds threads the trace does not follow (``lldb-trace record --threads main``), or
-        the process has an io_uring, whose completions the kernel writes to any buffer when it pleases."""
-        cores = [core for core in (self.end_core, self.start_core) if core is not None]
-        mapped = [mapping.path for core in cores for mapping in core.mapped_files]
-        mapped += [path for _, _, path in self.live_shared()] if self.live_shared is not None else []
-        process = self.process_trace.process
-        threads = len(self.process_trace.tids) > 1 or any(len(core.threads) > 1 for core in cores)
-        threads = threads or bool(getattr(process, "untraced_threads", ()))  # (--threads main: they ran, unseen)
-        return threads or any(path.endswith(IO_URING) for path in mapped)
+            spans += rseq_areas(files, known[0].read_memory, pointers) if known else []  # the kernel writes them too
+            self._known_sharing = (untraced or ring, spans)
+        shared, spans = self._known_sharing
+        live = self.live_shared() if self.live_shared is not None else []
+        shared = shared or len(self.process_trace.tids) > 1 or any(path.endswith(IO_URING) for *_, path in live)
+        return shared, [*spans, *((start, end) for start, end, _ in live)]
 
     def _syscalls(self, tid: int, counted: _InstructionPositions) -> dict[int, SyscallResult]:
         """The recorded system calls' results, by position."""

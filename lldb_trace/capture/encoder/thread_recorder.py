@@ -58,11 +58,7 @@ class ThreadRecorder:
         if insn.repeats and new_ip == current:
             return  # another REP iteration: PT reports the instruction once
         transfer = insn.transfer
-        if (
-            (transfer == _OTHER and new_ip != insn.next_address)
-            or (transfer == _DIRECT and new_ip != insn.target)
-            or (transfer == _CONDITIONAL and new_ip != insn.next_address and new_ip != insn.target)
-        ):
+        if not _may_follow(insn, new_ip):
             if insn.emulated and _may_follow(self.classifier[insn.next_address], new_ip):
                 self.stepped(insn.next_address)  # the kernel ran it (UMIP), and the step ran the next one too
                 self.stepped(new_ip)
