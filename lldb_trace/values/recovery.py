@@ -43,6 +43,7 @@ from .rules import relations
 from .semantics import decode
 from .shared_mappings import disjoint
 from .structure import Structure
+from .thread_creation import first_creation
 
 CHUNK = 4096
 _RESUME_FLAG = 0x10000  # RF in rflags
@@ -119,6 +120,7 @@ class ThreadValues:
         self.end, self.end_after_last, self.start = end, end_after_last, start
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
+        self._first_shared = None  # the first window after a thread this one started (None: not looked for)
         self.volatile = disjoint(volatile)  # [(low, high)]: shared mappings, which another process may write
         # position -> where the thread went, where the trace shows tracing stopped after that position and resumed
         # elsewhere (a signal's delivery, code run untraced): process_values.interruptions
@@ -235,7 +237,8 @@ class ThreadValues:
                 nexts.append(following or None)
                 cuts.append(self._cut(position, effect, following))
             deliveries = self._signals.mark(low, effects, cuts)
-            found = self._structures[number] = Structure(effects, nexts, cuts, self.shared, deliveries)
+            found = Structure(effects, nexts, cuts, self._shared(number), deliveries)
+            self._structures[number] = found
         return found
 
     def _chunk(self, number, left, right, with_end):
@@ -264,9 +267,22 @@ class ThreadValues:
         structure = self._structure(number)
         recorded = self._recorded.between(low, high) if self._recorded is not None else None
         xcr0 = next((s.xcr0 for s in (self.end, self.start) if s is not None and s.xcr0 is not None), None)
-        return Chunk(
-            structure, pins, self.shared, syscalls, self._emulator, self._constant, xcr0, recorded, self.volatile
-        )
+        shared = self._shared(number)
+        return Chunk(structure, pins, shared, syscalls, self._emulator, self._constant, xcr0, recorded, self.volatile)
+
+    def _shared(self, number):
+        """Whether window ``number``'s memory may change behind this thread: ``shared_memory``, or this thread may
+        have started one that shares it at or before the window (thread_creation.py)."""
+        if self._first_shared is None:
+            position = first_creation(
+                self.addresses,
+                self._read_code,
+                lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
+                lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
+                lambda p: self._recorded.at(p) if self._recorded is not None else None,
+            )
+            self._first_shared = self.chunks if position is None else position // CHUNK
+        return self.shared or number >= self._first_shared
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

@@ -1,0 +1,171 @@
+"""Where a traced thread may have started another thread that shares its memory: from there on, memory is shared.
+
+A trace that follows one thread says nothing of the threads it does not follow, and a core lists only the
+threads alive when it was written.  A thread that ``pthread_create`` started after recording began and that
+ended before the core (or before ``trace save``) is in neither, yet it wrote memory meanwhile: carried back
+from a later load, its value would be shown at positions before it wrote it.  The traced thread's own
+``clone`` or ``clone3`` system call shows where such a thread may begin.
+
+A call's number and ``clone``'s flags are the registers before the ``syscall``: the recorder's, where it
+kept them, else what the instructions just before it compute from constants alone (``mov eax, 0x1b3``), run
+forwards from nothing known.  Where they do not say, the call may be one.  ``clone3`` keeps its flags in
+memory, so every one counts; ``clone`` with CLONE_VFORK (vfork, posix_spawn) does not, for its parent waits
+until the child has left the memory (exec or exit); ``fork`` shares nothing.
+"""
+
+from dataclasses import dataclass
+
+from . import rules
+from .effects import MemRef
+from .kernel_steps import EXACT
+from .registers import RAX, RBP, RDI, RSP
+
+CLONE, CLONE3 = 56, 435
+_CLONE_VM, _CLONE_VFORK = 0x100, 0x4000
+_SYSCALL = b"\x0f\x05"
+_LOOK_BACK = 64  # instructions before a syscall that may set its number and flags
+
+
+def first_creation(addresses, read_code, effect_at, cut_after, recorded_at) -> int | None:
+    """The first position whose ``syscall`` may start a thread sharing the memory, or None.
+
+    ``addresses``: the instruction at each position; ``read_code(address, size)``; ``effect_at(position)``: its
+    Effect or None; ``cut_after(position)``: whether nothing carries from that instruction to the next;
+    ``recorded_at(position)``: the registers a recorder saw there, ``{name: value}``, or None."""
+    calls = {address for address in set(addresses) if read_code(address, 2) == _SYSCALL}
+    for position, address in enumerate(addresses):
+        if address in calls:
+            number, flags = _number_and_flags(position, effect_at, cut_after, recorded_at)
+            if _may_create(number, flags):
+                return position
+    return None
+
+
+def _may_create(number, flags) -> bool:
+    if number is None or number == CLONE3:
+        return True
+    return number == CLONE and (flags is None or bool(flags & _CLONE_VM and not flags & _CLONE_VFORK))
+
+
+def _number_and_flags(position, effect_at, cut_after, recorded_at):
+    """``(rax, rdi)`` before instruction ``position``, each None where neither the recorder nor the constants
+    just before say it."""
+    recorded = recorded_at(position)
+    if recorded is not None and "rax" in recorded:
+        return recorded["rax"], recorded.get("rdi")
+    run = _LookBack()
+    for earlier in range(max(0, position - _LOOK_BACK), position):
+        effect = effect_at(earlier)
+        if effect is None or cut_after(earlier):
+            run = _LookBack()
+        else:
+            run.step(effect)
+    return run.integer(RAX), run.integer(RDI)
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """The stack pointer where the look-back began, plus ``offset``: a wrapper's spilled arguments (``-O0``'s
+    ``mov [rbp - 8], rdi`` ... ``mov rax, [rbp - 8]``) are read back through it."""
+
+    offset: int
+
+
+class _LookBack:
+    """Instructions run forwards from nothing known: registers hold integers or _Stack offsets; ``frame`` holds
+    what was stored at known stack offsets, {offset: (size, value)}, forgotten at a store that may alias it."""
+
+    def __init__(self):
+        self.known, self.frame = {RSP: _Stack(0)}, {}
+
+    def integer(self, register):
+        value = self.known.get(register)
+        return value if isinstance(value, int) else None
+
+    def step(self, effect):
+        before = dict(self.known)
+        places = [self._place(ref, before) for _, ref, _ in effect.accesses]
+        loads = {
+            k: self._load(place, access[2])
+            for k, (place, access) in enumerate(zip(places, effect.accesses, strict=True))
+        }
+        integers = {register: value for register, value in before.items() if isinstance(value, int)}
+        loaded = {k: value for k, value in loads.items() if isinstance(value, int)}
+        found, stores = rules.forward(effect, integers.get, loaded.get) if effect.kind in EXACT else ({}, {})
+        for register in effect.writes:
+            self.known[register] = found.get(register)
+        self._follow_stack(effect, before, loads, stores)
+        for k, (kind, _, size) in enumerate(effect.accesses):
+            if kind == "w":
+                self._store(places[k], size, stores.get(k))
+        if effect.barrier:
+            self.frame = {}
+
+    def _follow_stack(self, effect, before, loads, stores):
+        """The results that are stack offsets, which integer arithmetic did not give."""
+        kind, operands, rsp = effect.kind, effect.operands, before.get(RSP)
+        moved = isinstance(rsp, _Stack)
+        if kind in ("push", "call") and moved:
+            self.known[RSP] = _Stack(rsp.offset - 8)
+            if kind == "push" and operands[0].kind == "reg" and isinstance(before.get(operands[0].reg[0]), _Stack):
+                stores[len(effect.accesses) - 1] = before[operands[0].reg[0]]
+        elif kind in ("pop", "ret") and moved:
+            self.known[RSP] = _Stack(rsp.offset + 8 + (effect.extra if kind == "ret" else 0))
+            if kind == "pop" and isinstance(loads.get(0), _Stack):
+                self.known[operands[0].reg[0]] = loads[0]
+        elif kind == "leave" and isinstance(before.get(RBP), _Stack):
+            self.known[RSP], self.known[RBP] = _Stack(before[RBP].offset + 8), loads.get(0)
+        elif kind in ("mov", "lea", "alu") and operands and operands[0].kind in ("reg", "mem"):
+            value = self._stack_result(effect, before, loads)
+            if value is not None and operands[0].kind == "reg":
+                self.known[operands[0].reg[0]] = value
+            elif value is not None and operands[0].store >= 0:
+                stores[operands[0].store] = value
+
+    def _stack_result(self, effect, before, loads):
+        """A 64-bit ``mov`` of a stack offset, ``lea`` of one plus a displacement, ``add``/``sub`` of an integer
+        to one: the offset it writes, or None."""
+        destination, source = effect.operands[0], effect.operands[-1]
+        if destination.width != 64:
+            return None
+        if effect.kind == "mov":
+            value = before.get(source.reg[0]) if source.kind == "reg" else loads.get(source.load)
+            return value if isinstance(value, _Stack) else None
+        if effect.kind == "lea":
+            ref = source.ref
+            base = before.get(ref.base) if ref.base is not None else None
+            plain = ref.index is None and ref.segment is None and type(ref) is MemRef
+            return _Stack(base.offset + ref.disp) if plain and isinstance(base, _Stack) else None
+        if effect.mnemonic in ("add", "sub") and destination.kind == "reg" and source.kind in ("imm", "reg"):
+            base = before.get(destination.reg[0])
+            amount = source.imm if source.kind == "imm" else before.get(source.reg[0])
+            if isinstance(base, _Stack) and isinstance(amount, int):
+                return _Stack(base.offset + (amount if effect.mnemonic == "add" else -amount))
+        return None
+
+    def _place(self, ref, before):
+        """Where an access goes: ("stack", offset), ("elsewhere",) for a rip-relative or absolute address (no
+        stack slot), or None where unknown."""
+        if type(ref) is not MemRef or ref.segment is not None or ref.index is not None:
+            return None
+        if ref.base is None:
+            return ("elsewhere",)
+        base = before.get(ref.base)
+        return ("stack", base.offset + ref.disp) if isinstance(base, _Stack) else None
+
+    def _load(self, place, size):
+        if place is None or place[0] != "stack":
+            return None
+        held = self.frame.get(place[1])
+        if held is None or held[0] < size:
+            return None
+        return held[1] if held[0] == size else (held[1] & ((1 << 8 * size) - 1) if isinstance(held[1], int) else None)
+
+    def _store(self, place, size, value):
+        if place is None:  # it may be any slot
+            self.frame = {}
+        elif place[0] == "stack":
+            low, high = place[1], place[1] + size
+            self.frame = {o: held for o, held in self.frame.items() if o + held[0] <= low or o >= high}
+            if value is not None:
+                self.frame[low] = (size, value)

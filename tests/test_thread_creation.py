@@ -1,0 +1,76 @@
+"""Where a traced thread may have started a thread that shares its memory (values/thread_creation.py): a system
+call's number and ``clone``'s flags from the instructions just before it, run from nothing known."""
+
+import capstone
+import pytest
+
+from lldb_trace.values.semantics import decode
+from lldb_trace.values.thread_creation import first_creation
+
+BASE = 0x401000
+SYSCALL = "0f05"
+MOV_EAX, MOV_EDI = "b8", "bf"  # mov eax, imm32; mov edi, imm32
+SPILL_THROUGH_FRAME = "554889e548897df8488b45f8"  # push rbp; mov rbp, rsp; mov [rbp-8], rdi; mov rax, [rbp-8]
+
+
+def _imm(opcode, value):
+    return opcode + value.to_bytes(4, "little").hex()
+
+
+def _first_creation(*pieces, recorded=None):
+    """Run ``pieces`` (hex instructions) once each from BASE, as a trace: the first creation's position."""
+    code = bytes.fromhex("".join(pieces))
+    cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    cs.detail = True
+    addresses = [insn.address for insn in cs.disasm(code, BASE)]
+
+    def read_code(address, size):
+        return code[address - BASE : address - BASE + size]
+
+    return first_creation(
+        addresses,
+        read_code,
+        lambda p: decode(addresses[p], read_code(addresses[p], 15), cs),
+        lambda p: False,
+        lambda p: (recorded or {}).get(p),
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "creates"),
+    [
+        (0x01200011, False),  # fork: CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD
+        (0x003D0F00, True),  # pthread_create's: CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD...
+        (0x00004111, False),  # vfork's: CLONE_VM | CLONE_VFORK, the parent waits until the child leaves the memory
+    ],
+)
+def test_clone_creates_a_thread_by_its_flags(flags, creates):
+    position = _first_creation(_imm(MOV_EDI, flags), _imm(MOV_EAX, 56), SYSCALL)
+    assert position == (2 if creates else None)
+
+
+def test_clone3_and_an_unknown_number_may_create_one():
+    assert _first_creation(_imm(MOV_EAX, 435), SYSCALL) == 1
+    assert _first_creation("4889d8", SYSCALL) == 1  # mov rax, rbx: the number is not known
+
+
+def test_calls_that_create_none_are_passed():
+    assert _first_creation(_imm(MOV_EAX, 39), SYSCALL, _imm(MOV_EAX, 1), SYSCALL, "31c0", SYSCALL) is None  # read
+
+
+def test_a_number_spilled_to_the_stack_is_read_back():
+    """An ``-O0`` wrapper stores its argument in its frame and loads it into rax."""
+    assert _first_creation(_imm(MOV_EDI, 39), SPILL_THROUGH_FRAME, SYSCALL) is None
+    assert _first_creation(_imm(MOV_EDI, 435), SPILL_THROUGH_FRAME, SYSCALL) == 5
+
+
+def test_the_frame_is_forgotten_where_a_store_may_alias_it_or_the_stack_pointer_is_not_followed():
+    spill = _imm(MOV_EDI, 39) + "4883ec1048893c24"  # sub rsp, 16; mov [rsp], rdi
+    assert _first_creation(spill, "488b0424", SYSCALL) is None  # mov rax, [rsp]
+    assert _first_creation(spill, "488903", "488b0424", SYSCALL) is not None  # mov [rbx], rax first
+    assert _first_creation(spill, "4883e4f0", "488b0424", SYSCALL) is not None  # and rsp, -16 first
+
+
+def test_the_registers_a_recorder_saw_are_taken():
+    assert _first_creation("4889d8", SYSCALL, recorded={1: {"rax": 39, "rdi": 0}}) is None
+    assert _first_creation(_imm(MOV_EAX, 39), SYSCALL, recorded={1: {"rax": 435, "rdi": 0}}) == 1
