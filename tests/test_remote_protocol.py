@@ -200,6 +200,8 @@ def test_libraries_auxiliary_vector_and_files():
     rip = register(client, 16)
     assert rip == trace.threads[0].history.pc
     assert client.ask(b"p7") == b"xx" * 8  # no core: rsp is not known
+    assert client.ask(b"qHostInfo").startswith(b"triple:")  # LLDB asks it (GDB does not), and reads x as 0xcc
+    assert client.ask(b"p7") == b"E01" and register(client, 16) == rip
     assert client.close()[0] == 0
 
 

@@ -37,6 +37,7 @@ class Server:
         self.replay = replay
         self.no_ack = False  # after QStartNoAckMode
         self.closing = False  # k, vKill, D: the connection ends after the reply
+        self.lldb = False  # the client asked qHostInfo, as LLDB does and GDB does not
         process = replay.process_trace.process
         self.files = HostFiles(libraries.served_files(process))
         self._interrupts = _Interrupts(replay)
@@ -81,6 +82,7 @@ class Server:
         return b"OK"
 
     def _host_info(self) -> bytes:
+        self.lldb = True
         return b"triple:%s;ptrsize:8;endian:little;ostype:linux;vendor:pc;" % hex_text("x86_64-pc-linux-gnu")
 
     def _process_info(self) -> bytes:
@@ -148,6 +150,8 @@ class Server:
         if register is None:
             return ERROR
         state = self.replay.state()
+        if self.lldb and registers.register_bytes(register, state.registers, state.fpregs) is None:
+            return ERROR  # LLDB reads x digits as 0xcc bytes: an error is how it learns a register is not known
         return registers.encode(register, state.registers, state.fpregs)
 
     def _memory(self, rest: bytes) -> bytes:
