@@ -5,8 +5,9 @@ GDB's amd64 description needs the 40 registers of ``org.gnu.gdb.i386.core``
 ``org.gnu.gdb.i386.sse``, ``.linux`` (orig_rax) and ``.segments`` (fs_base,
 gs_base) when given.  A register the trace and the known states do not tell
 is sent as ``x`` digits, which GDB shows as ``<unavailable>`` (LLDB reads them
-as 0xcc bytes: the server answers its ``p`` with an error instead).  The x87 and SSE registers are known only where a core file
-gives them (the end of a trace with a core).
+as 0xcc bytes: the server answers its ``p`` with an error instead).  The x87
+and SSE registers are known only where a core file gives them (the end of a
+trace with a core).
 """
 
 from __future__ import annotations
