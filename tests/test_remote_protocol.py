@@ -201,6 +201,7 @@ def test_libraries_auxiliary_vector_and_files():
     assert rip == trace.threads[0].history.pc
     assert client.ask(b"p7") == b"xx" * 8  # no core: rsp is not known
     assert client.ask(b"qHostInfo").startswith(b"triple:")  # LLDB asks it (GDB does not), and reads x as 0xcc
+    assert client.ask(b"p0") == b"xx" * 8  # LLDB's probe of p: an error there and it reads g, x digits and all
     assert client.ask(b"p7") == b"E01" and register(client, 16) == rip
     assert client.close()[0] == 0
 

@@ -42,18 +42,23 @@ def run(args) -> None:
     if args.port is not None and not 0 <= args.port <= 65535:
         raise LldbTraceError(f"--port {args.port} is no TCP port: give 0 to 65535")
     binaries = BinarySearch.default(args.sysroot or (), args.search_path or ())
-    trace = api.open_bundle(args.path, binaries=binaries, core=args.core)
-    replay = Replay(trace)
-    for thread in replay.threads.values():  # decode now: a client waits only seconds for its first replies
-        thread.history  # noqa: B018
     try:
         log = open(args.log, "w") if args.log else None  # noqa: SIM115 (open for the whole session)
     except OSError as error:
         raise LldbTraceError(f"cannot write the log {args.log}: {error.strerror}") from None
-    if args.stdio:
+
+    def loaded() -> Replay:
+        replay = Replay(api.open_bundle(args.path, binaries=binaries, core=args.core))
+        for thread in replay.threads.values():  # decode now: a client waits only seconds for its first replies
+            thread.history  # noqa: B018
+        return replay
+
+    if args.stdio:  # loaded while the client's first packets are acknowledged
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client interrupts with 0x03 on the pipe
-        serve_stdio(replay, log)
+        serve_stdio(loaded, log)
         return
+    replay = loaded()
+    trace = replay.trace
     if args.host != LOCALHOST:
         print(
             f"warning: listening on {args.host}: anyone who can reach it can read the trace's memory", file=sys.stderr

@@ -33,15 +33,27 @@ _END = Event("end")
 
 
 def serve_connection(
-    replay: Replay, receive: Callable[[], bytes], send: Callable[[bytes], None], log: TextIO | None = None
+    replay: Replay | Callable[[], Replay],
+    receive: Callable[[], bytes],
+    send: Callable[[bytes], None],
+    log: TextIO | None = None,
 ) -> None:
     """Answer the client until it disconnects or ends the session (``k``, ``vKill``, ``D``).
 
-    ``receive()`` returns the next bytes (b"" at the end); ``send(data)`` writes them all; ``log`` gets a line
-    per packet and reply (``--log``: what a client asked, and how long each answer took).
+    ``replay``: the Replay, or a function that makes it, called once the client's packets are being read and
+    acknowledged (GDB starts ``--stdio``'s server and resends a packet it sees no ``+`` for within its 2 s
+    timeout: the trace loads meanwhile).  ``receive()`` returns the next bytes (b"" at the end); ``send(data)``
+    writes them all; ``log`` gets a line per packet and reply (``--log``: what a client asked, and how long each
+    answer took).
     """
-    server = Server(replay)
     events: queue.Queue[Event] = queue.Queue()
+    sending = threading.Lock()
+    acking = [True]  # until the client's QStartNoAckMode, which the server always accepts
+    made: list[Replay] = []  # the replay, once made: an interrupt before it has nothing to stop
+
+    def locked_send(data: bytes) -> None:
+        with sending:
+            send(data)
 
     def read() -> None:
         reader = PacketReader()
@@ -51,31 +63,38 @@ def serve_connection(
                 if not data:
                     break
                 for event in reader.feed(data):
-                    if event.kind == "interrupt":
-                        replay.interrupted = True  # seen by the work now, not after it
+                    if event.kind == "interrupt" and made:
+                        made[0].interrupted = True  # seen by the work now, not after it
+                    elif event.kind == "packet" and acking[0]:
+                        locked_send(b"+")
+                        acking[0] = event.payload != b"QStartNoAckMode"
+                    elif event.kind in ("bad checksum", "too long") and acking[0]:
+                        locked_send(b"-")
                     events.put(event)
         except OSError:
             pass
         events.put(_END)
 
     threading.Thread(target=read, name="lldb-trace serve reader", daemon=True).start()
+    made.append(replay if isinstance(replay, Replay) else replay())
+    _answer(Server(made[0]), events, locked_send, log)
+
+
+def _answer(server: Server, events: queue.Queue[Event], send: Callable[[bytes], None], log: TextIO | None) -> None:
+    """The main thread's part: each packet answered in turn, a nacked reply sent again."""
     last_reply, resends = b"", 0
     while not server.closing:
         event = events.get()
         if event is _END:
             return
         if event.kind == "interrupt":
-            replay.interrupted = False
+            server.replay.interrupted = False
         elif event.kind == "nack" and not server.no_ack and last_reply and resends < MAX_RESENDS:
             send(last_reply)
             resends += 1
-        elif event.kind in ("bad checksum", "too long") and not server.no_ack:
-            send(b"-")
-        elif event.kind == "too long":
+        elif event.kind == "too long" and server.no_ack:
             send(frame(b"E01"))
         elif event.kind == "packet":
-            if not server.no_ack:
-                send(b"+")
             started = time.perf_counter()
             replies = server.answer(event.payload)
             if log is not None:
@@ -91,8 +110,9 @@ def _log(log: TextIO, packet: bytes, replies: list[bytes], seconds: float) -> No
     log.flush()
 
 
-def serve_stdio(replay: Replay, log: TextIO | None = None) -> None:
-    """GDB's ``target remote | lldb-trace serve --stdio PATH``: the protocol on stdin and stdout."""
+def serve_stdio(replay: Callable[[], Replay], log: TextIO | None = None) -> None:
+    """GDB's ``target remote | lldb-trace serve --stdio PATH``: the protocol on stdin and stdout; ``replay()``
+    loads the trace while the first packets are acknowledged."""
     stdin, stdout = sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno()
 
     def send(data: bytes) -> None:

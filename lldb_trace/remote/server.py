@@ -38,6 +38,7 @@ class Server:
         self.no_ack = False  # after QStartNoAckMode
         self.closing = False  # k, vKill, D: the connection ends after the reply
         self.lldb = False  # the client asked qHostInfo, as LLDB does and GDB does not
+        self.probed = False  # LLDB's first p (p0) asks whether p works at all: an error there and it reads g
         process = replay.process_trace.process
         self.files = HostFiles(libraries.served_files(process))
         self._interrupts = _Interrupts(replay)
@@ -82,7 +83,7 @@ class Server:
         return b"OK"
 
     def _host_info(self) -> bytes:
-        self.lldb = True
+        self.lldb, self.probed = True, False
         return b"triple:%s;ptrsize:8;endian:little;ostype:linux;vendor:pc;" % hex_text("x86_64-pc-linux-gnu")
 
     def _process_info(self) -> bytes:
@@ -150,8 +151,10 @@ class Server:
         if register is None:
             return ERROR
         state = self.replay.state()
-        if self.lldb and registers.register_bytes(register, state.registers, state.fpregs) is None:
+        known = registers.register_bytes(register, state.registers, state.fpregs) is not None
+        if self.lldb and self.probed and not known:
             return ERROR  # LLDB reads x digits as 0xcc bytes: an error is how it learns a register is not known
+        self.probed = True
         return registers.encode(register, state.registers, state.fpregs)
 
     def _memory(self, rest: bytes) -> bytes:
