@@ -342,3 +342,15 @@ def _line_with(server, word):
         line = server.stderr.readline()
         if word in line or not line:
             return line
+
+
+def test_monitor_goto_moves_the_thread_it_is_given():
+    """GDB's ``thread N`` does not tell the server, so ``monitor goto`` takes ``--thread TID``, and names the
+    thread it moved in a process of several."""
+    client = RspClient(TRACES / "threads")
+    tids = [thread.tid for thread in pt.open_bundle(TRACES / "threads").threads]
+    other = next(tid for tid in tids if b"%x" % tid not in client.ask(b"qC"))
+    assert client.monitor(f"goto 0 --thread {other}").startswith(f"Thread {other}: Position: instruction 0 of")
+    assert f"thread {other} at position 0:" in client.monitor("info")
+    assert "--thread 12: no such thread; the trace's threads are" in client.monitor("goto 0 --thread 12")
+    assert client.close()[0] == 0

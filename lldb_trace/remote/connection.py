@@ -73,6 +73,8 @@ def serve_connection(
                     events.put(event)
         except OSError:
             pass
+        if made:  # the client left: work it asked for stops, and the next client is served sooner
+            made[0].interrupted = True
         events.put(_END)
 
     threading.Thread(target=read, name="lldb-trace serve reader", daemon=True).start()
@@ -136,7 +138,8 @@ def serve_socket(
 ) -> None:
     """Serve one client at a time on ``listener`` until interrupted (Ctrl-C in the terminal); each client gets a
     new ``replay()``: its threads at the end of their traces, no breakpoints.  A client that comes while another is
-    served is turned away at once (its debugger says the connection closed), not left waiting unanswered."""
+    served is turned away within _HANDOVER (its debugger says the connection closed), not left waiting unanswered
+    past the 2 s GDB waits for an acknowledgement."""
     served: list[threading.Thread] = []
     while True:
         connection, peer = listener.accept()
@@ -151,7 +154,7 @@ def serve_socket(
         served[0].start()
 
 
-_HANDOVER = 5.0  # seconds a new client waits for the session of one that is leaving
+_HANDOVER = 1.0  # seconds a new client waits for the session of one that is leaving (its work stops at once)
 
 
 def _serve_client(replay, connection, announce, log):

@@ -1,6 +1,8 @@
 """``qRcmd`` (GDB's ``monitor``, LLDB's ``process plugin packet monitor``): the history commands over the wire.
 
-``goto begin|end|N`` moves the current thread; ``find`` lists executions
+``goto begin|end|N [--thread TID]`` moves a thread (the current one: the
+thread GDB last read registers of, which is not always the one its ``thread``
+command selected); ``find`` lists executions
 newest first (a function's calls, a line's starts, an address's executions,
 or the writes and reads of memory); ``info`` says where each thread stands.
 GDB keeps the registers it read before a ``monitor goto``: its
@@ -18,6 +20,7 @@ from .replay import Replay, check_position
 
 HELP = """monitor commands of lldb-trace serve:
   goto begin|end|N          move the current thread to instruction N of its history
+    [--thread TID]          (the thread GDB last read registers of, marked by info) or thread TID
   find FUNCTION             calls of FUNCTION (a name or a glob), newest first
   find FILE:LINE            executions of a source line
   find *ADDRESS             executions of the instruction at ADDRESS
@@ -40,7 +43,9 @@ def run(replay: Replay, text: str) -> str:
     command, arguments = words[0], words[1:]
     try:
         if command == "goto" and len(arguments) == 1:
-            return _goto(replay, arguments[0])
+            return _goto(replay, arguments[0], replay.current)
+        if command == "goto" and len(arguments) == 3 and arguments[1] in ("--thread", "-t"):
+            return _goto(replay, arguments[0], _thread(replay, arguments[2]))
         if command == "find" and arguments:
             return _find(replay, arguments)
         if command == "info" and not arguments:
@@ -52,12 +57,23 @@ def run(replay: Replay, text: str) -> str:
     return f"error: unknown monitor command '{text.strip()}' (monitor help lists them)\n"
 
 
-def _goto(replay: Replay, word: str) -> str:
-    tid = replay.current
+def _goto(replay: Replay, word: str, tid: int) -> str:
     history = replay.thread(tid).history
     replay.goto(tid, check_position(replay, tid, word))
     replay.last_stop = replay.initial_stop(tid) if history.at_end else replay.last_stop
-    return f"Position: {history.describe()}.\n(in GDB, 'maint flush register-cache' then shows it)\n"
+    moved = f"Thread {tid}: " if len(replay.threads) > 1 else ""
+    return f"{moved}Position: {history.describe()}.\n(in GDB, 'maint flush register-cache' then shows it)\n"
+
+
+def _thread(replay: Replay, word: str) -> int:
+    try:
+        tid = int(word, 0)
+    except ValueError:
+        tid = None
+    if tid not in replay.threads:
+        known = ", ".join(map(str, replay.threads))
+        raise LldbTraceError(f"--thread {word}: no such thread; the trace's threads are {known}")
+    return tid
 
 
 def _info(replay: Replay) -> str:
