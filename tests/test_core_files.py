@@ -7,6 +7,7 @@ with the program file's own bytes.
 """
 
 import json
+import os
 import re
 import struct
 import subprocess
@@ -90,6 +91,23 @@ def test_a_read_stops_at_the_first_byte_the_core_does_not_hold(cases, tmp_path):
     cut = open_core(half)
     middle = 0x401000 + 0x800
     assert cut.read(middle - 8, 64) == core.read(middle - 8, 8) and len(core.read(middle - 8, 64)) == 64
+
+
+def test_a_core_rewritten_in_place_after_loading_is_read_no_more(cases, tmp_path):
+    """gcore, or the kernel's next crash, rewrites a core under its name: a mapping of it died of SIGBUS when cut
+    short, and mixed the new bytes with the old registers when overwritten; once changed, it gives no bytes."""
+    for change in ("cut", "overwritten"):
+        path = tmp_path / f"{change}.core"
+        path.write_bytes(cases.core.read_bytes())
+        core = open_core(path)
+        held = core.read(0x401000, 16)
+        assert len(held) == 16
+        if change == "cut":
+            os.truncate(path, 4096)
+        else:
+            path.write_bytes(path.read_bytes().replace(held, bytes(16)))
+            os.utime(path, ns=(0, 1))  # a rewrite within the clock's tick shows in the time of change
+        assert core.read(0x401000, 16) == b"" and core.read(0x401000 + 4096 * 4, 8) == b""
 
 
 @pytest.mark.parametrize(
@@ -298,3 +316,12 @@ def test_a_core_after_a_final_system_call_stands_where_it_returns(tmp_path):
     start_core = tmp_path / "exits" / "cores" / "start.core"
     text = one_line_error(CoreMismatchError, lambda: api.open_bundle(bundle, core=start_core))
     assert "stands at " in text and "the core was taken elsewhere" in text
+
+
+def test_a_program_header_table_past_any_file_is_a_damaged_core(cases, tmp_path):
+    data = bytearray(cases.core.read_bytes())
+    struct.pack_into("<Q", data, 32, 1 << 63)  # e_phoff: pyelftools' seek there raised OSError
+    damaged = tmp_path / "far.core"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(CoreFileError, match=r"far.core is a damaged ELF file \(.*\): give an ELF core file"):
+        open_core(damaged)

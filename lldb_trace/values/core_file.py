@@ -20,7 +20,7 @@ from ..bundle.file_checks import not_a_regular_file
 from ..capture.ptrace_recorder.ptrace import FPREGS_SIZE, USER_REGS
 from ..elf_info import PARSE_FAILURES
 from ..errors import LldbTraceError
-from ..sources.mapped_file import map_file
+from ..sources.held_file import HeldFile
 from .machine_state import TRACKED, MachineState
 
 NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_SIGINFO, NT_FILE = 1, 2, 3, 0x53494749, 0x46494C45
@@ -118,6 +118,8 @@ class CoreFile:
             load = self._loads[k]
             first = load.offset + address - load.vaddr
             piece = self._data[first : first + min(size - len(found), load.vaddr + load.held - address)]
+            if not piece:  # the file changed since it was opened (HeldFile): nothing more is known of it
+                break
             found += piece
             address += len(piece)
         return bytes(found)
@@ -194,7 +196,7 @@ def open_core(path):
                 (s["p_type"], s["p_offset"], s["p_filesz"], s["p_vaddr"], s["p_memsz"], s["p_flags"])
                 for s in elf.iter_segments()
             ]
-    except PARSE_FAILURES as error:
+    except (*PARSE_FAILURES, OSError) as error:  # OSError: a header offset past any file (seek)
         what = "a damaged ELF file" if bytes(data[:4]) == b"\x7fELF" else "not an ELF file"
         raise CoreFileError(f"{path} is {what} ({error}): give an ELF core file (gcore, or a crash's core)") from None
     if kind != "ET_CORE":
@@ -222,7 +224,7 @@ def _mapped(path):
         kind = path.exists() and not_a_regular_file(path)
         if kind:
             raise CoreFileError(f"{path} is {kind}, not a core file: give the core's path")
-        data = map_file(path)
+        data = HeldFile(path)
     except FileNotFoundError:
         raise CoreFileError(f"{path}: no such core file: fix the path") from None
     except PermissionError:
