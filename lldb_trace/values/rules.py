@@ -48,6 +48,8 @@ def forward(effect, get, load):
         _unary_forward(effect, get, load, regs, stores)
     elif kind == "push":
         rsp, value = get(RSP), operand_value(ops[0], get, load)
+        if ops[0].kind == "reg" and ops[0].reg[0] == RFLAGS:  # pushf: a single-stepping recorder's TF is in the
+            value = None  # word pushed, not in the flags ptrace reports, nor in the word a normal run pushes
         if rsp is not None:
             regs[RSP] = (rsp - 8) & MASK64
         if value is not None:
