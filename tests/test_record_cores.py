@@ -16,6 +16,7 @@ from support.paths import SOURCES
 from support.reference_decode import check_exact, truth_of
 
 from lldb_trace import api
+from lldb_trace.elf_info import ElfInfo
 from lldb_trace.values.core_file import open_core
 
 DATA = b"known bytes, 25 of them.\n"
@@ -281,6 +282,25 @@ def test_memory_a_thread_not_followed_may_write_is_shared(tmp_path):
         for position in range(shown.item_count):
             value = shown.registers_at(position)["rax"]
             assert value in (None, truth.registers_at(position)["rax"]), (variant, position)
+
+
+def test_a_write_to_its_own_memory_file_is_memory_the_kernel_wrote(tmp_path):
+    """proc_mem.c pwrites a global through /proc/self/mem: the recorder marks that call unknownMemory (the table
+    of what calls write takes it for a file's), so the start state's 0x1111 is not carried past it."""
+    binary = tmp_path / "proc_mem"
+    subprocess.run(["gcc", "-O0", "-g", "-no-pie", "-o", str(binary), str(SOURCES / "proc_mem.c")], check=True)
+    assert record_cli(tmp_path / "b", binary).returncode == 0
+    bundle = json.loads((tmp_path / "b" / "trace.json").read_text())
+    process = bundle["processes"][0]
+    results = json.loads((tmp_path / "b" / process["threads"][0]["syscallResults"]).read_text())
+    assert [result["registers"]["rax"] for result in results if result.get("unknownMemory")] == [8]  # pwrite's
+    process.pop("coreFile")
+    process["threads"][0].pop("registerStates")
+    (tmp_path / "b" / "start_only.json").write_text(json.dumps(bundle))
+    (thread,) = api.open_bundle(tmp_path / "b" / "start_only.json").threads
+    target = ElfInfo(binary).data_symbols(("target",))["target"]  # -no-pie: where it is at run time
+    data, known = thread.read_memory_at(thread.item_count, target, 8)
+    assert not any(known) or data == (0x2222).to_bytes(8, "little")
 
 
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):

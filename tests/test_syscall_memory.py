@@ -58,3 +58,10 @@ def test_iovecs_are_read_from_memory_when_it_is_known():
     read = lambda address, size: memory.get(address, b"")[:size]  # noqa: E731
     assert written(19, (3, 0x6000, 2, 0, 0, 0), 120, read) == [(BUFFER, 100), (BUFFER + 0x1000, 20)]
     assert written(19, (3, 0x6000, 2, 0, 0, 0), None, read) == [(BUFFER, 100), (BUFFER + 0x1000, 50)]
+
+
+def test_getsockopt_writes_as_many_bytes_as_its_length_says():
+    """TCP_INFO fills 280 bytes: a sockaddr's bound of 128 left the rest shown as it was before the call."""
+    read = lambda address, size: {0x6000: (280).to_bytes(4, "little")}.get(address, b"")[:size]  # noqa: E731
+    assert written(55, (3, 6, 11, BUFFER, 0x6000, 0), 0, read) == [(0x6000, 4), (BUFFER, 280)]
+    assert written(55, (3, 6, 11, BUFFER, 0x6000, 0), 0) is None  # its length not known

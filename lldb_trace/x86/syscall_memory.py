@@ -79,6 +79,17 @@ def _socket_address(read, address, length_address):
     return [(length_address, 4), *_at(address, SOCKADDR_MOST if length is None else min(length, SOCKADDR_MOST))]
 
 
+def _option(read, address, length_address):
+    """getsockopt's value and its socklen_t (in/out) length: as many bytes as that length says, with no bound of
+    its own (TCP_INFO's are 280; a sockaddr's 128 was taken for it)."""
+    if not _known(address) or not _known(length_address):
+        return []
+    length = _read_word(read, length_address, 4)
+    if length is None:
+        raise _UnknownArgumentError
+    return [(length_address, 4), *_at(address, length)]
+
+
 def _message(read, address, received):
     """recvmsg's struct msghdr: the data, the name, the control data, and the fields the kernel updates."""
     header = read(address, 56) if read is not None else None
@@ -134,7 +145,7 @@ _WRITES = {
     51: lambda a, r, read: _socket_address(read, a[1], a[2]),
     52: lambda a, r, read: _socket_address(read, a[1], a[2]),
     53: lambda a, r, read: _at(a[3], 8),
-    55: lambda a, r, read: _socket_address(read, a[3], a[4]),
+    55: lambda a, r, read: _option(read, a[3], a[4]),
     56: lambda a, r, read: (
         None if a[0] & (_CLONE_VM | _CLONE_PIDFD) else _at(a[2], 4 * bool(a[0] & _CLONE_PARENT_SETTID))
     ),

@@ -10,7 +10,8 @@ Memory the kernel maps or unmaps: the content of a new mapping (mmap, mremap, br
 madvise(MADV_DONTNEED) dropped) is read after the call and recorded as written there, up to
 MOST_MAPPED bytes (more, or a part that cannot be read: ``unknownMemory``).  munmap and mprotect change
 no byte that can still be read.  clone with CLONE_VM and vfork let another task write the same memory
-untraced: ``unknownMemory``.  One file per thread (``syscalls/<tid>.json``): a list of
+untraced: ``unknownMemory``; so does a write to a process's ``/proc/PID/mem`` (which the table takes for
+a file's).  One file per thread (``syscalls/<tid>.json``): a list of
 ``{"instruction": N, "registers": {...}, "memory": [[address, "hex"], ...], "unknownMemory": bool}``, N
 the thread's instructions before the ``syscall`` (its ground truth's index).  A signal delivered to a
 handler is the kernel writing too: ``{"instruction": N, "signalFrame": [[address, "hex"]]}`` is the stack
@@ -18,6 +19,7 @@ it wrote, as it stands before the handler's first instruction, the N-th.
 """
 
 import json
+import os
 
 from ...values.machine_state import TRACKED
 from ...x86 import syscall_memory
@@ -29,13 +31,16 @@ MOST_FRAME = 1 << 16  # a signal frame with AVX-512 state is about 3.5 KiB
 _RED_ZONE = 128  # bytes below rsp a signal frame leaves alone (the x86-64 ABI)
 _ALWAYS = ("rax", "rcx", "r11")  # what every syscall sets: its result, the return address, the flags
 _NEW_CONTENTS = frozenset({9, 12, 25})  # mmap, brk, mremap: see SyscallLog._mapped
+# write, pwrite64, writev, pwritev, pwritev2; sendfile; splice, copy_file_range: the argument that is the
+# descriptor written to, which may be a process's memory
+_DESTINATIONS = {1: 0, 18: 0, 20: 0, 296: 0, 328: 0, 40: 0, 275: 2, 326: 2}
 
 
 class SyscallLog:
     """Every recorded thread's syscall results, gathered as the threads step over ``syscall``."""
 
     def __init__(self, pid, memory):
-        self.memory = memory
+        self.memory, self.pid = memory, pid
         self.entries = {}  # tid -> (instruction index, registers) of a thread standing at a syscall
         self.results = {}  # tid -> [result]
         self._heap_end = _heap_end(pid)  # where the brk heap's pages end
@@ -89,6 +94,8 @@ class SyscallLog:
         number = before["rax"]
         arguments = tuple(before[n] for n in ("rdi", "rsi", "rdx", "r10", "r8", "r9"))
         result = after["rax"] - (1 << 64) if after["rax"] >> 63 else after["rax"]
+        if number in _DESTINATIONS and result > 0 and self._into_memory(arguments[_DESTINATIONS[number]]):
+            return None
         if number in _NEW_CONTENTS:
             ranges = self._mapped(number, arguments, result)
         else:
@@ -102,6 +109,14 @@ class SyscallLog:
                 return None  # a buffer that cannot be read back: what the kernel wrote there is unknown
             written.append((address, data))
         return written
+
+    def _into_memory(self, descriptor):
+        """Whether ``descriptor`` is open on a process's memory (``/proc/PID/mem``: writing it writes memory)."""
+        try:
+            target = os.readlink(f"/proc/{self.pid}/fd/{descriptor}")
+        except OSError:
+            return False
+        return target.startswith("/proc/") and target.endswith("/mem")
 
     def _mapped(self, number, arguments, result):
         """The new contents of mapped memory after mmap, brk or mremap (see the module docstring)."""
