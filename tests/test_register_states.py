@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from lldb_trace import api
 from lldb_trace.values.machine_state import GENERAL, TRACKED
 from lldb_trace.values.process_values import ValuesError
 from lldb_trace.values.recovery import ThreadValues
-from lldb_trace.values.register_states import RegisterStatesError, register_states_bytes
+from lldb_trace.values.register_states import RegisterStatesError, read_register_states, register_states_bytes
 from lldb_trace.values.syscall_file import SyscallResultsError
 
 STEPS = 20_000
@@ -157,6 +158,39 @@ def test_register_states_of_another_recording_are_refused(recorded, tmp_path):
     thread = api.open_bundle(copy / "trace.json").threads[0]
     with pytest.raises(ValuesError, match=r"at position 1000 rip is .* the states are of another recording"):
         thread.registers_at(5)
+
+
+def test_register_states_the_cores_contradict_are_refused_at_load(recorded, tmp_path):
+    """Where a state stands at a core's pc, its general registers are the core's: another run's states (rsp
+    shifted, as a different environment shifts it) were shown at every past position, the cores aside."""
+    _, bundle = recorded
+    copy = tmp_path / "b"
+    subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
+    (states,) = (copy / "registers").iterdir()
+    with np.load(states) as saved:
+        instructions, rows, names = saved["instruction"], saved["registers"].copy(), [str(n) for n in saved["names"]]
+    rows[:, names.index("rsp")] += 0x100
+    states.write_bytes(register_states_bytes(instructions, rows, tuple(names)))
+    with pytest.raises(RegisterStatesError, match=r"its rsp is .* the states and the core are of different runs"):
+        api.open_bundle(copy / "trace.json")
+    keep = [k for k, name in enumerate(names) if name != "rip"]  # without rip nothing ties a state to the trace
+    states.write_bytes(register_states_bytes(instructions, rows[:, keep], tuple(names[k] for k in keep)))
+    with pytest.raises(RegisterStatesError, match="it has no rip"):
+        api.open_bundle(copy / "trace.json")
+
+
+def test_a_register_states_file_larger_than_any_recording_is_refused_unpacked(tmp_path):
+    """A compressed file that unpacks to terabytes took minutes and gigabytes before it was refused."""
+    huge = tmp_path / "huge.npz"
+    header = np.lib.format.header_data_from_array_1_0(np.zeros((1, 20), np.uint64)) | {"shape": (1 << 40, 20)}
+    with zipfile.ZipFile(huge, "w") as archive, archive.open("registers.npy", "w") as member:
+        np.lib.format.write_array_header_1_0(member, header)
+    with pytest.raises(RegisterStatesError, match=r"registers.npy is of shape \(1099511627776, 20\), larger than"):
+        read_register_states(huge)
+    flat = tmp_path / "flat.npz"
+    np.savez(flat, instruction=np.uint64(1), registers=np.zeros((1, 1), np.uint64), names=np.array("rip"))
+    with pytest.raises(RegisterStatesError, match="is not a register states file"):  # 0-d arrays: a TypeError
+        read_register_states(flat)
 
 
 def test_threads_that_exited_before_the_end_core_have_their_registers(tmp_path):

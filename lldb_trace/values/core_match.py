@@ -32,7 +32,7 @@ from ..errors import LldbTraceError
 from ..process_trace import ProcessTrace
 from ..x86.instructions import Transfer
 from .core_file import open_core
-from .register_states import read_register_states
+from .register_states import RegisterStatesError, read_register_states
 from .syscall_file import read_syscall_results
 
 LAST = "last"  # the core holds the state at the trace's last instruction, before it ran
@@ -181,23 +181,48 @@ def with_checked_cores(bundle, core_path=None):
             )
         processes[k] = replace(processes[k], core_file=core.path)
     for k, process in enumerate(processes):
+        cores = [open_core(path) for path in (process.start_core_file, process.core_file) if path is not None]
+        if process.start_core_file is not None:
+            _check_start_core(cores[0], process)
+        if process.core_file is not None:
+            core = cores[-1]
+            positions = check_core(core, ProcessTrace(bundle, process, tail_first_bytes=0))
+            threads = tuple(
+                replace(t, core_position=positions.get(t.tid), stop=t.stop or _core_stop(core, t.tid))
+                for t in process.threads
+            )
+            processes[k] = replace(process, threads=threads)
         for thread in process.threads:  # the other known states, read now: a bad one is refused at load
             if thread.register_states is not None:
-                read_register_states(thread.register_states)
+                _check_states(thread.register_states, thread.tid, cores)
             if thread.syscall_results is not None:
                 read_syscall_results(thread.syscall_results)
-        if process.start_core_file is not None:
-            _check_start_core(open_core(process.start_core_file), process)
-        if process.core_file is None:
-            continue
-        core = open_core(process.core_file)
-        positions = check_core(core, ProcessTrace(bundle, process, tail_first_bytes=0))
-        threads = tuple(
-            replace(t, core_position=positions.get(t.tid), stop=t.stop or _core_stop(core, t.tid))
-            for t in process.threads
-        )
-        processes[k] = replace(process, threads=threads)
     return replace(bundle, processes=tuple(processes))
+
+
+_GENERAL = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", *(f"r{n}" for n in range(8, 16)))
+
+
+def _check_states(path, tid, cores):
+    """Register states of another run are refused: where a state stands at a core's pc (the first, the last),
+    its general registers are the core's."""
+    _, rows, names = read_register_states(path)
+    for core in cores:
+        thread = core.thread(tid)
+        for row in (rows[0], rows[-1]) if len(rows) and thread is not None else ():
+            state = dict(zip(names, (int(value) for value in row), strict=True))
+            if state["rip"] != thread.registers.get("rip"):
+                continue
+            differ = [
+                name for name in _GENERAL if name in state and state[name] != thread.registers.get(name, state[name])
+            ]
+            if differ:
+                name = differ[0]
+                raise RegisterStatesError(
+                    f"{path}: at pc {state['rip']:#x} its {name} is {state[name]:#x}, but {core.path} says "
+                    f"{thread.registers[name]:#x}: the states and the core are of different runs; record again, or "
+                    "remove the thread's registerStates"
+                )
 
 
 def _core_stop(core, tid):

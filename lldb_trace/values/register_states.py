@@ -36,15 +36,19 @@ def register_states_bytes(instructions, rows, names=TRACKED):
     return buffer.getvalue()
 
 
+MOST_STATES = 1 << 24  # rows a file may hold (the recorder keeps 250,000): a larger one is not unpacked
+
+
 def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """``(instructions, rows, names)`` of the file; one line naming the file and what is wrong otherwise."""
     try:
+        _check_sizes(path)
         with np.load(path, allow_pickle=False) as arrays:
             instructions, rows, names = arrays["instruction"], arrays["registers"], arrays["names"]
             instructions, rows, names = np.array(instructions), np.array(rows), tuple(str(n) for n in names)
     except OSError as error:
         raise RegisterStatesError(f"cannot read the register states {path}: {error.strerror}") from None
-    except (ValueError, KeyError, EOFError, zipfile.BadZipFile):
+    except (ValueError, KeyError, EOFError, TypeError, AttributeError, zipfile.BadZipFile):  # TypeError: a 0-d array
         raise RegisterStatesError(
             f"{path} is not a register states file (a .npz of uint64 arrays 'instruction' and 'registers', and "
             "'names'); record again, or remove the thread's registerStates"
@@ -58,6 +62,26 @@ def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str,
         problem = f"its names {list(names)} are not distinct ones of {list(TRACKED)}"
     elif len(instructions) > 1 and not bool(np.all(instructions[1:] > instructions[:-1])):
         problem = "its instruction counts are not ascending"
+    elif "rip" not in names:
+        problem = "it has no rip, which ties each state to the trace's instruction there"
     if problem:
         raise RegisterStatesError(f"{path} is not a register states file: {problem}; record again")
     return instructions, rows, names
+
+
+def _check_sizes(path: Path) -> None:
+    """Refuse, before unpacking it, a file whose arrays are larger than any recording keeps (a compressed file can
+    unpack to terabytes); a file that is no .npz at all is left for np.load to refuse."""
+    if not zipfile.is_zipfile(path):
+        raise ValueError("not a .npz")
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as stream:
+                major, _ = np.lib.format.read_magic(stream)
+                read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+                shape, _, _ = read_header(stream)
+            if len(shape) > 2 or any(not 0 <= size <= MOST_STATES for size in shape):
+                raise RegisterStatesError(
+                    f"{path} is not a register states file: its {member.filename} is of shape {shape}, larger than "
+                    f"any recording keeps ({MOST_STATES:,} states); record again"
+                )
