@@ -131,8 +131,13 @@ def test_a_damaged_register_states_file_is_one_line_naming_it(recorded, tmp_path
         ('[{"instruction": 3, "registers": {"nope": 1}}]', "registers are not register names with values"),
         ("{}", "it is not a list of entries"),
         ("[", "cannot read the system calls' results"),
+        ('[{"instruction": 3, "registers": {"rax": 18446744073709551681}}]', "registers are not register names"),
+        ('[{"instruction": 3, "memory": [[18446744073709551615, "0000"]]}]', "within 64-bit addresses"),
+        ('[{"instruction": 3, "memory": [[16, "0000"], [17, "11"]]}]', "entry 0's memory pieces overlap"),
+        ('[{"instruction": 3}, {"instruction": 3}]', "entry 1 is a second call at instruction 3"),
+        ("[" * 100_000, "it nests too deeply"),
     ],
-    ids=["count", "hex", "register", "object", "json"],
+    ids=["count", "hex", "register", "object", "json", "65-bit", "wrap", "overlap", "twice", "deep"],
 )
 def test_a_damaged_system_call_results_file_is_refused_at_load_naming_it(recorded, tmp_path, entries, problem):
     """Such a file made an internal error of the first command that asked for a value (or was taken silently)."""

@@ -8,10 +8,13 @@ instruction.  A file that is not that is refused in one line naming it, when
 the trace is loaded, rather than when a value is first asked for.
 """
 
+import itertools
 import json
 
 from ..errors import LldbTraceError
 from .registers import INDEX
+
+_SPACE = 1 << 64  # a register's values and the addresses: 64 bits
 
 
 class SyscallResultsError(LldbTraceError):
@@ -22,11 +25,18 @@ def read_syscall_results(path):
     """``[(instruction, kind, registers, memory, unknown_memory)]`` of the file, kind "call" or "signal frame"."""
     try:
         entries = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise SyscallResultsError(f"cannot read the system calls' results {path}: {error}") from None
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nesting without end
+        reason = "it nests too deeply" if isinstance(error, RecursionError) else error
+        raise SyscallResultsError(f"cannot read the system calls' results {path}: {reason}") from None
     if not isinstance(entries, list):
         raise _refused(path, "it is not a list of entries")
-    return [_entry(path, k, entry) for k, entry in enumerate(entries)]
+    found = [_entry(path, k, entry) for k, entry in enumerate(entries)]
+    seen = set()
+    for k, (instruction, kind, *_) in enumerate(found):
+        if (instruction, kind) in seen:
+            raise _refused(path, f"entry {k} is a second {kind} at instruction {instruction}")
+        seen.add((instruction, kind))
+    return found
 
 
 def _entry(path, k, entry):
@@ -48,13 +58,17 @@ def _memory(path, k, pieces):
         found = [(address, bytes.fromhex(data)) for address, data in pieces]
     except (TypeError, ValueError):
         found = None
-    if found is None or not all(_count(address) for address, _ in found):
-        raise _refused(path, f"entry {k}'s memory is not [address, hex bytes] pairs")
+    if found is None or not all(_count(address) and address + len(data) <= _SPACE for address, data in found):
+        raise _refused(path, f"entry {k}'s memory is not [address, hex bytes] pairs within 64-bit addresses")
+    spans = sorted((address, address + len(data)) for address, data in found)
+    if any(end > start for (_, end), (start, _) in itertools.pairwise(spans)):
+        raise _refused(path, f"entry {k}'s memory pieces overlap")
     return found
 
 
 def _count(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A non-negative 64-bit number (an instruction count, a register's value, an address)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _SPACE
 
 
 def _refused(path, problem):
