@@ -325,3 +325,17 @@ def test_a_program_header_table_past_any_file_is_a_damaged_core(cases, tmp_path)
     damaged.write_bytes(bytes(data))
     with pytest.raises(CoreFileError, match=r"far.core is a damaged ELF file \(.*\): give an ELF core file"):
         open_core(damaged)
+
+
+def test_a_memory_segment_off_its_page_is_a_damaged_core(cases, tmp_path):
+    """A PT_LOAD moved by 8 bytes showed each of its bytes at the wrong address: refused, as overlapping ones are."""
+    data = bytearray(cases.core.read_bytes())
+    phoff, phentsize, phnum = struct.unpack_from("<Q", data, 32)[0], *struct.unpack_from("<HH", data, 54)
+    at = next(
+        phoff + k * phentsize for k in range(phnum) if struct.unpack_from("<I", data, phoff + k * phentsize)[0] == 1
+    )
+    struct.pack_into("<Q", data, at + 16, struct.unpack_from("<Q", data, at + 16)[0] + 8)  # p_vaddr
+    shifted = tmp_path / "shifted.core"
+    shifted.write_bytes(bytes(data))
+    with pytest.raises(CoreFileError, match=r"shifted.core is damaged: its memory segment at 0x[0-9a-f]*8 "):
+        open_core(shifted)

@@ -38,6 +38,9 @@ _MOST_PHDRS = 256  # an image's program headers are a handful; more is not an im
 _MOST_NOTE_BYTES = 1 << 16  # a build-id note segment is tens of bytes
 
 
+_PAGE = 4096
+
+
 class CoreFileError(LldbTraceError):
     """The core file cannot be used; the message names the file and what is wrong with it."""
 
@@ -209,6 +212,7 @@ def open_core(path):
                 f"{path} is truncated: its segment {number} ({_type}) claims {size} bytes at offset {offset:#x}, "
                 f"past the end of the file ({len(data)} bytes); was the core cut short (ulimit -c)?"
             )
+    _check_loads(path, [(vaddr, memory) for kind, _, _, vaddr, memory, _ in segments if kind == "PT_LOAD"])
     notes = [
         note for _type, offset, size, *_ in segments if _type == "PT_NOTE" for note in _notes(path, data, offset, size)
     ]
@@ -217,6 +221,18 @@ def open_core(path):
         (vaddr, vaddr + memory, held, flags) for kind, _, held, vaddr, memory, flags in segments if kind == "PT_LOAD"
     ]
     return _build(path, notes, loads, data, mappings)
+
+
+def _check_loads(path, loads):
+    """A process's memory is mapped in pages, each once, within 64 bits: a segment that is not says the core is
+    damaged (one shifted by 8 bytes showed every byte of it at the wrong address)."""
+    spans = sorted((vaddr, vaddr + size) for vaddr, size in loads)
+    for number, (low, high) in enumerate(spans):
+        if low % _PAGE or high > 1 << 64 or (number and low < spans[number - 1][1]):
+            raise CoreFileError(
+                f"{path} is damaged: its memory segment at {low:#x} ({high - low} bytes) does not start on a page, "
+                "overlaps another or passes 64-bit addresses: give the core as the kernel or gcore wrote it"
+            )
 
 
 def _mapped(path):
