@@ -1,6 +1,8 @@
 """trace save: a trace (loaded or live) written as a native bundle that loads again, elsewhere and in native lldb-22."""
 
+import errno
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -70,12 +72,28 @@ def test_a_save_that_fails_writes_nothing(tmp_path):
     folder = tmp_path / "bundle"
     folder.mkdir()
     (folder / "trace.json").write_text("mine")
-    with pytest.raises(SaveError, match=r"cannot copy .*/libgone.so into the bundle: No such file or directory"):
+    with pytest.raises(SaveError, match=r"cannot read .*/libgone.so to copy it into the bundle: No such file or"):
         save_bundle(folder, crash.cpu, [saved], copy_images=True, force=True)
     assert sorted(p.name for p in folder.rglob("*")) == ["trace.json"] and (folder / "trace.json").read_text() == "mine"
     with pytest.raises(SaveError):
         save_bundle(tmp_path / "new" / "deeper", crash.cpu, [saved], copy_images=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no staging folder, no half-made folder
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
+    """sendfile's ENOSPC names the file copied from: the message named the source as the file it could not write."""
+    crash = load_trace(TRACES / "crash" / "trace.json")
+    process = crash.processes[0]
+    modules = tuple(SaveModule(m.system_path, m.path, m.load_address, m.uuid) for m in process.modules)
+    saved = SaveProcess(process.pid, process.triple, (SaveThread(5707, b"\x02\x82" * 8),), modules)
+
+    def full(source, _target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(source))
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    with pytest.raises(SaveError, match=r"cannot write .*/out/modules/\S+: No space left on device") as raised:
+        save_bundle(tmp_path / "out", crash.cpu, [saved], copy_images=True)
+    assert str(TRACES) not in str(raised.value) and not (tmp_path / "out").exists()
 
 
 def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, monkeypatch):

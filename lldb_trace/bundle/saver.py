@@ -152,10 +152,10 @@ def _write(target, content):
     if isinstance(content, Path):
         try:
             shutil.copyfile(content, target)
-        except OSError as error:
-            if error.filename != str(content):
-                raise
-            raise SaveError(f"cannot copy {content} into the bundle: {error.strerror}") from None
+        except OSError as error:  # which file failed is not always the one the error names (sendfile's)
+            if not os.access(content, os.R_OK):
+                raise SaveError(f"cannot read {content} to copy it into the bundle: {error.strerror}") from None
+            raise OSError(error.errno, error.strerror, str(target)) from None
     elif callable(content):
         content(target)
     else:
