@@ -5,7 +5,7 @@ what is wrong with a file that is neither.  This table sits above bundle/ and pe
 of them imports the other to reach a loader.
 """
 
-from .bundle.loader import bundle_file, load_bundle
+from .bundle.loader import BundleError, bundle_file, load_bundle
 from .given_paths import given_path
 from .perf.data_file import MAGIC, MAGIC_BIG_ENDIAN, MAGIC_VERSION_1
 from .perf_data.loading import load_perf_data
@@ -41,6 +41,8 @@ def load_trace(path, binaries=None, core=None):
     that process's ``coreFile``.  Every core is checked against the trace (values/core_match.py).
     """
     path = bundle_file(given_path(path, TRACE).expanduser().absolute())
+    if path.is_file() and not path.stat().st_size:
+        raise BundleError(f"{path} is empty: give a bundle's JSON file or a perf.data (was the recording cut short?)")
     if core is not None:
         given_path(core, "the core file (--core)")
     return with_checked_cores(LOADERS[file_kind(path)](path, binaries), core)

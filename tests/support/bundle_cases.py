@@ -166,7 +166,7 @@ def _per_cpu_missing_switches(document):
 
 CASES = [
     Case("trailing comma", _write_text('{\n  "type": "intel-pt",\n}\n'), "trace.json:3:1: invalid JSON"),
-    Case("empty bundle file", _write_text(""), "trace.json:1:1: invalid JSON: Expecting value"),
+    Case("empty bundle file", _write_text(""), "trace.json is empty: give a bundle's JSON file or a perf.data"),
     Case("binary bundle file", _write_bytes(b"\x02\x82\xff\xfe"), "not a JSON text file"),
     Case("top level array", _write_text("[1, 2]"), "not a trace bundle"),
     Case("no type and no trace", _write_text('{"processes": []}'), "not a trace bundle"),
