@@ -7,6 +7,7 @@ same recipe first, so the check always runs on real streams of real programs.
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -170,6 +171,13 @@ def test_until_never_reached_runs_to_the_end(tmp_path):
 def test_bad_programs(program, message):
     with pytest.raises(RecordError, match=message):
         record(program)
+
+
+def test_a_name_without_a_slash_is_looked_for_in_path_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    with pytest.raises(RecordError, match=re.escape("program not found in PATH: here (give ./here for the one here)")):
+        record("here")
 
 
 def test_not_x86_64(tmp_path):
