@@ -303,6 +303,22 @@ def test_a_write_to_its_own_memory_file_is_memory_the_kernel_wrote(tmp_path):
     assert not any(known) or data == (0x2222).to_bytes(8, "little")
 
 
+def test_code_the_program_patched_is_not_computed_with_the_files_bytes(tmp_path):
+    """patched_text.c rewrites the constant add_constant adds: the end core holds the patched page, so the
+    recovery from it no longer computes the second call's result with the file's 0x11111111."""
+    binary = tmp_path / "patched_text"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(binary), str(SOURCES / "patched_text.c")], check=True)
+    assert record_cli(tmp_path / "b", binary).returncode == 0
+    bundle = json.loads((tmp_path / "b" / "trace.json").read_text())
+    bundle["processes"][0]["threads"][0].pop("registerStates")
+    (tmp_path / "b" / "cores_only.json").write_text(json.dumps(bundle))
+    (truth,) = api.open_bundle(tmp_path / "b" / "trace.json").threads
+    (shown,) = api.open_bundle(tmp_path / "b" / "cores_only.json").threads
+    for position in range(shown.item_count):
+        for name, value in shown.registers_at(position).items():
+            assert value in (None, truth.registers_at(position)[name]), (position, name)
+
+
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):
     """--overflow-lost alone is refused before recording; --overflow-at past the recording's end is a note."""
     binary = tmp_path / "crash"

@@ -127,6 +127,10 @@ class CoreFile:
             address += len(piece)
         return bytes(found)
 
+    def held_spans(self):
+        """``[(address, size)]`` of the memory the core holds bytes of."""
+        return [(load.vaddr, load.held) for load in self._loads]
+
     def build_id_at(self, load_address):
         """The GNU build-id (hex) of the ELF image whose header the core holds at ``load_address``, else None."""
         structs = ELFStructs(little_endian=True, elfclass=64)

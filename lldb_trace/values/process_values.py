@@ -24,6 +24,7 @@ from ..errors import LldbTraceError
 from ..libipt.enums import EventType
 from .core_file import open_core
 from .machine_state import TRACKED
+from .patched_code import patched_pages, without_pages
 from .register_states import RegisterStatesError, read_register_states
 from .shared_mappings import rseq_areas, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
@@ -63,6 +64,7 @@ class ProcessValues:
         self._threads: dict[int, ThreadValues | None] = {}
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
         self._known_sharing: tuple | None = None  # what the known states say of shared memory (_sharing), once found
+        self._code: Callable[[int, int], bytes] | None = None  # the code's bytes, less pages it patched (_read_code)
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
@@ -142,7 +144,7 @@ class ProcessValues:
         shared, volatile = self._sharing()
         values = ThreadValues(
             addresses,
-            self.process_trace.module_bytes.read_unchanging,
+            self._read_code(),
             end=end,
             end_after_last=end_after_last,
             start=start,
@@ -153,6 +155,14 @@ class ProcessValues:
             volatile=volatile,
         )
         return TailValues(values, first) if first else values
+
+    def _read_code(self) -> Callable[[int, int], bytes]:
+        """The module files' code and constants, but on the pages a core shows the program changed (patched_code)."""
+        if self._code is None:
+            read = self.process_trace.module_bytes.read_unchanging
+            cores = [core for core in (self.end_core, self.start_core) if core is not None]
+            self._code = without_pages(read, patched_pages(cores, read))
+        return self._code
 
     def _sharing(self) -> tuple[bool, list]:
         """``(shared, volatile)``: whether another thread, or the kernel, may have written any memory meanwhile (the
