@@ -198,6 +198,8 @@ def test_an_address_size_prefix_computes_the_address_in_32_bits():
         ("c5f8ae5c2408", set(), [(8, 4)], False),  # vstmxcsr [rsp+8] (capstone says read)
         ("480fc3442408", set(), [(8, 8)], False),  # movnti [rsp+8], rax (capstone says read)
         ("dd742408", set(), [(8, 108)], False),  # fnsave [rsp+8]: 108 bytes (capstone says 4)
+        ("f0480fc74c2408", {"rax", "rdx", "rflags"}, [(8, 16)], False),  # lock cmpxchg16b: not every register
+        ("0fc74c2408", {"rax", "rdx", "rflags"}, [(8, 8)], False),  # cmpxchg8b [rsp+8]
     ],
 )
 def test_what_an_instruction_may_change(code, writes, stores, barrier):

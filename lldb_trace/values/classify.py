@@ -41,7 +41,9 @@ _OPAQUE_WRITES = {
     "wrgsbase": (GS_BASE,), "pcmpistri": (RCX, RFLAGS), "pcmpestri": (RCX, RFLAGS), "vpcmpistri": (RCX, RFLAGS),
     "vpcmpestri": (RCX, RFLAGS), "pcmpistrm": (VECTOR, RFLAGS), "pcmpestrm": (VECTOR, RFLAGS),
     "vpcmpistrm": (VECTOR, RFLAGS), "vpcmpestrm": (VECTOR, RFLAGS), "vzeroall": VECTORS[:16],
+    "cmpxchg8b": (RAX, RDX, RFLAGS), "cmpxchg16b": (RAX, RDX, RFLAGS),
 }  # fmt: skip
+_COMPARE_EXCHANGES = frozenset(("cmpxchg8b", "cmpxchg16b"))  # their operand is read, and written when equal
 _SYSCALL_WRITES = (RAX, RCX, 11, RFLAGS, FS_BASE, GS_BASE)  # arch_prctl sets fs_base; r11 gets rflags
 _SYSCALL_READS = frozenset((RAX, RDI, RSI, RDX, 10, 8, 9))  # the number; the arguments in rdi, rsi, rdx, r10, r8, r9
 _STATE_SAVES = frozenset(("xsave", "xsavec", "xsaveopt", "xsaves", "fxsave", "xsave64", "xsavec64", "fxsave64"))
@@ -169,6 +171,8 @@ def classify(effect, insn, untracked, repeated):
         _opaque(effect, insn, vetted=False)
     if mnemonic in _MISSED_STORES and operands and operands[0].kind == "mem" and operands[0].ref is not None:
         effect.accesses = (("w", operands[0].ref, _MISSED_STORES[mnemonic] or operands[0].width // 8),)
+    if mnemonic in _COMPARE_EXCHANGES and len(effect.accesses) == 1 and effect.accesses[0][1] is not None:
+        effect.accesses = (*effect.accesses, ("w", *effect.accesses[0][1:]))
 
 
 def _string_areas(effect, repeated):
