@@ -285,3 +285,23 @@ def test_a_live_processs_watchpoints_stop_its_history_and_the_views_are_its_own(
     session.ok("pt goto end")
     assert session.target == live and live.GetNumWatchpoints() == 1
     live.GetProcess().Kill()
+
+
+def test_a_known_state_the_recovery_refuses_is_said_once_not_hidden(tmp_path):
+    """A start state of another moment (the end core named as startCoreFile) is refused when values are first
+    asked for: LLDB said only "not known" for every register; it now says why, once."""
+    copy = tmp_path / "gradebook"
+    subprocess.run(["cp", "-r", str(HISTORY / "gradebook"), str(copy)], check=True)
+    bundle = json.loads((copy / "trace.json").read_text())
+    bundle["processes"][0]["startCoreFile"] = bundle["processes"][0]["coreFile"]
+    (copy / "trace.json").write_text(json.dumps(bundle))
+    binary = Path(sys.executable).parent / "lldb"
+    run = subprocess.run(
+        [str(binary), "--no-lldbinit", "--batch", "-o", "command script import lldb_trace",
+         "-o", f"trace load {copy / 'trace.json'}", "-o", "pt goto 150", "-o", "register read rsp",
+         "-o", "register read rbp"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    said = run.stdout + run.stderr
+    assert said.count("warning: values at past positions are not shown: ") == 1, said
+    assert "is not where the trace of thread" in said and "error: rsp is not known at this position" in said

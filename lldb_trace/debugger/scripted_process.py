@@ -25,6 +25,7 @@ import lldb
 from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 
 from .. import progress
+from ..errors import LldbTraceError
 from ..progress import WorkInterruptedError
 from . import history_watchpoints, registry
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
@@ -134,7 +135,8 @@ class TraceProcess(ScriptedProcess):
             return None
         try:
             return self.selected_thread_state()
-        except Exception:  # a bug, or a known state that cannot be read: the modules' bytes are still right
+        except Exception as error:  # a bug, or a known state that cannot be read: the modules' bytes are still right
+            say_why_unknown(self.target, error)
             return None
 
     def selected_thread_state(self):
@@ -160,6 +162,22 @@ def _image(module):
     if module.build_id:
         image["uuid"] = module.build_id
     return image
+
+
+_said: set[tuple[int, str]] = set()  # (target's debugger id, message) told once
+
+
+def say_why_unknown(target, error):
+    """Tell the user, once, why no value is shown: a known state the recovery refused (register states of another
+    recording, a start state elsewhere) reads as "not known" everywhere else.  A bug stays silent here: the
+    commands that hit it say so."""
+    if not isinstance(error, LldbTraceError):
+        return
+    debugger = target.GetDebugger()
+    key = (debugger.GetID(), str(error))
+    if key not in _said:
+        _said.add(key)
+        debugger.GetErrorFile().Write(f"warning: values at past positions are not shown: {error}\n".encode())
 
 
 class TraceThread(ScriptedThread):
@@ -203,7 +221,8 @@ class TraceThread(ScriptedThread):
         """``(registers, fpregs, whether LLDB unwinds the frames from them)`` at the thread's position."""
         try:
             state = self.shown()
-        except Exception:  # a bug, or a known state that cannot be read: the pc is still right
+        except Exception as error:  # a bug, or a known state that cannot be read: the pc is still right
+            say_why_unknown(self.target, error)
             return {"rip": self._pc()}, None, False
         return state.registers, state.fpregs, state.unwinds
 
