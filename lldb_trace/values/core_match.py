@@ -181,11 +181,11 @@ def with_checked_cores(bundle, core_path=None):
             )
         processes[k] = replace(processes[k], core_file=core.path)
     for k, process in enumerate(processes):
-        cores = [open_core(path) for path in (process.start_core_file, process.core_file) if path is not None]
-        if process.start_core_file is not None:
-            _check_start_core(cores[0], process)
-        if process.core_file is not None:
-            core = cores[-1]
+        start, end = (open_core(path) if path else None for path in (process.start_core_file, process.core_file))
+        if start is not None:
+            _check_start_core(start, process)
+        if end is not None:
+            core = end
             positions = check_core(core, ProcessTrace(bundle, process, tail_first_bytes=0))
             threads = tuple(
                 replace(t, core_position=positions.get(t.tid), stop=t.stop or _core_stop(core, t.tid))
@@ -194,27 +194,30 @@ def with_checked_cores(bundle, core_path=None):
             processes[k] = replace(process, threads=threads)
         for thread in process.threads:  # the other known states, read now: a bad one is refused at load
             if thread.register_states is not None:
-                _check_states(thread.register_states, thread.tid, cores)
+                _check_states(thread.register_states, thread.tid, start, end)
             if thread.syscall_results is not None:
                 read_syscall_results(thread.syscall_results)
     return replace(bundle, processes=tuple(processes))
 
 
-_GENERAL = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", *(f"r{n}" for n in range(8, 16)))
+# What a core at the same pc as a recorded state cannot have changed since: a core partway through a rep string
+# instruction has moved rcx, rsi and rdi; one at a system call the kernel restarts, rax, rcx and r11
+_UNMOVED = ("rbx", "rbp", "rsp", "r12", "r13", "r14", "r15")
 
 
-def _check_states(path, tid, cores):
-    """Register states of another run are refused: where a state stands at a core's pc (the first, the last),
-    its general registers are the core's."""
-    _, rows, names = read_register_states(path)
-    for core in cores:
-        thread = core.thread(tid)
-        for row in (rows[0], rows[-1]) if len(rows) and thread is not None else ():
+def _check_states(path, tid, start, end):
+    """Register states of another run are refused: where the first state stands at the start core's pc, or the
+    last at the end core's, the registers nothing there moves are the core's."""
+    instructions, rows, names = read_register_states(path)
+    first = rows[0] if len(rows) and instructions[0] == 0 else None  # a file of the trace's end holds no start
+    for core, row in ((start, first), (end, rows[-1] if len(rows) else None)):
+        thread = core.thread(tid) if core is not None and row is not None else None
+        if thread is not None:
             state = dict(zip(names, (int(value) for value in row), strict=True))
             if state["rip"] != thread.registers.get("rip"):
                 continue
             differ = [
-                name for name in _GENERAL if name in state and state[name] != thread.registers.get(name, state[name])
+                name for name in _UNMOVED if name in state and state[name] != thread.registers.get(name, state[name])
             ]
             if differ:
                 name = differ[0]
