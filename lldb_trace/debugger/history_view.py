@@ -20,7 +20,7 @@ read for a movement.
 import lldb
 
 from ..errors import LldbTraceError
-from . import histories, postmortem, registry
+from . import histories, postmortem, registry, unwind_check
 
 
 class HistoryViewError(LldbTraceError):
@@ -38,6 +38,8 @@ def show(debugger, target, tid, at_end):
         return _select(debugger, target, tid)
     if target.GetProcess().GetPluginName() == "ScriptedProcess":  # a loaded trace
         refresh(debugger, target)
+        if unwind_check.disagrees(target, tid):  # shown again with the trace's frames
+            refresh(debugger, target)
         return _select(debugger, target, tid)
     if at_end:  # a live process at the present: nothing was ever replaced
         return _select(debugger, target, tid)

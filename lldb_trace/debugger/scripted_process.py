@@ -27,7 +27,7 @@ from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 from .. import progress
 from ..errors import LldbTraceError
 from ..progress import WorkInterruptedError
-from . import history_watchpoints, registry
+from . import history_watchpoints, registry, unwind_check
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
 from .progress_reporter import LldbReporter
 from .register_layout import register_bytes, register_info, register_values
@@ -213,6 +213,8 @@ class TraceThread(ScriptedThread):
                 with progress.reporting(LldbReporter(self.target.GetDebugger())):  # Ctrl-C: the pc alone
                     self._shown = shown_state(self.trace, self.tid, history, pc)
                 self._shown_key = key
+            if self._shown.unwinds and unwind_check.refused(self.trace, self.tid, key[0]):
+                self._shown.unwinds = False  # LLDB's unwinding went wrong here: the trace's frames
             return self._shown
         finally:
             process.finding_state = False
