@@ -380,3 +380,36 @@ def test_the_server_runs_in_debian_lldb_22():
         assert where(old) == ("main", 46)
     finally:
         assert old.close() == 0, old.stderr.decode(errors="replace")
+
+
+def test_a_recursions_callers_are_each_their_own_frame(client, tmp_path):
+    """Frames of the trace's calls past the first have no frame address, and LLDB finds an SBFrame again by its
+    function and frame address: each of fact's callers came back as frame 0 (its pc, its line), and an
+    expression in one of them was evaluated in frame 0.  Without known states every frame is the trace's."""
+    bundle = json.loads((HISTORY / "recursion" / "trace.json").read_text())
+    process = bundle["processes"][0]
+    for key in ("coreFile", "startCoreFile"):
+        process.pop(key)
+    process["threads"][0].pop("registerStates")
+    process["threads"][0]["iptTrace"] = str(HISTORY / "recursion" / process["threads"][0]["iptTrace"])
+    for module in process["modules"]:
+        module["file"] = str(HISTORY / "recursion" / module["file"])
+    (tmp_path / "trace.json").write_text(json.dumps(bundle))
+    recursion = client(tmp_path / "trace.json")
+    source = str(SOURCES / "recursion.c")
+    targets = recursion.ok("gotoTargets", {"source": {"path": source}, "line": 12})["targets"]
+    move(recursion, "goto", targetId=targets[-1]["id"])  # fact(1), the innermost of fact(5)'s activations
+    shown = frames(recursion)
+    assert [(frame["name"], frame["line"]) for frame in shown[:6]] == [("fact", 12)] + [("fact", 13)] * 4 + [
+        ("main", 23)
+    ]
+    assert (
+        len({frame["instructionPointerReference"] for frame in shown[1:5]})
+        == 1
+        != shown[0]["instructionPointerReference"]
+    )
+    caller = shown[2]["id"]
+    assert "frame #2 of the trace's calls has no registers" in recursion.error(
+        "evaluate", {"expression": "n", "frameId": caller, "context": "watch"}
+    )
+    assert locals_of(recursion, 2)["Locals"] == {"(not known)": locals_of(recursion, 2)["Locals"]["(not known)"]}

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import lldb
 
 from ..commands.unknown_values import WHY_UNKNOWN
-from ..debugger.histories import shows_history
+from ..debugger.histories import history_of, shown_frames, shows_history
 from ..values.machine_state import GENERAL
 from . import console
 from .arguments import RequestError
@@ -70,7 +70,7 @@ def stack_trace(session, arguments):
 
 
 def _frame(session, thread, index):
-    frame = thread.GetFrameAtIndex(index)
+    frame = _standing_frame(session, thread, index)
     pc = frame.GetPC()
     name = frame.GetDisplayFunctionName() or f"{frame.GetModule().GetFileSpec().GetFilename()}`0x{pc:x}"
     shown = {
@@ -94,6 +94,45 @@ def _frame(session, thread, index):
     return shown
 
 
+def _standing_frame(session, thread, index):
+    """What frame ``index`` shows: its SBFrame, or for a frame of the trace's calls past the first, the symbol
+    context at the pc the plugin gave it.  LLDB finds an SBFrame again by its function and frame address, which
+    those frames lack: each of a recursion's callers came back as frame 0 (its pc, its line)."""
+    frame = thread.GetFrameAtIndex(index)
+    target = session.target()
+    if not index or not shows_history(target) or not frame.IsSynthetic():
+        return frame
+    history = history_of(target, thread.GetThreadID())
+    given = [pc for _frame, pc in shown_frames(target, history)]
+    if len(given) != thread.GetNumFrames():  # LLDB added frames of inlined code: its own numbering
+        return frame
+    return _AtAddress(target, given[index])
+
+
+class _AtAddress:
+    """The SBFrame calls _frame makes, answered from the symbol context at ``pc``."""
+
+    def __init__(self, target, pc):
+        self._pc = pc
+        self._context = target.ResolveLoadAddress(pc).GetSymbolContext(lldb.eSymbolContextEverything)
+
+    def GetPC(self):  # noqa: N802 (SBFrame's names)
+        return self._pc
+
+    def GetDisplayFunctionName(self):  # noqa: N802
+        function = self._context.GetFunction()
+        return function.GetDisplayName() if function.IsValid() else self._context.GetSymbol().GetDisplayName()
+
+    def GetModule(self):  # noqa: N802
+        return self._context.GetModule()
+
+    def GetLineEntry(self):  # noqa: N802
+        return self._context.GetLineEntry()
+
+    def GetSymbol(self):  # noqa: N802
+        return self._context.GetSymbol()
+
+
 def frame_of(session, frame_id):
     """The SBFrame a frame id names, with its thread and the thread's frame selected (as a console command sees)."""
     tid, index = session.handles.get(frame_id, "frame id", FrameId)
@@ -105,11 +144,23 @@ def frame_of(session, frame_id):
     return frame
 
 
+def _outer_traced(session, frame, index):
+    """Whether ``frame`` is one of the trace's calls past the first: it has no registers (a trace records frame
+    #0's), and its SBFrame resolves to the first frame of the same function (see _standing_frame)."""
+    return index > 0 and frame.IsSynthetic() and shows_history(session.target())
+
+
 def scopes(session, arguments):
     frame_id = arguments.integer("frameId")
     frame, index = frame_of(session, frame_id), session.handles.get(frame_id, "frame id", FrameId).index
+    no_registers = f"frame #{index} of the trace's calls has no registers (a trace records frame #0's)"
+    locals_ = (
+        (lambda: [("(not known)", no_registers)])
+        if _outer_traced(session, frame, index)
+        else (lambda: frame.GetVariables(True, True, False, True))
+    )
     made = (
-        ("Locals", "locals", lambda: frame.GetVariables(True, True, False, True)),
+        ("Locals", "locals", locals_),
         ("Statics", None, lambda: frame.GetVariables(False, False, True, True)),
         ("Registers", "registers", lambda: _registers(session, frame, index)),
     )
@@ -202,6 +253,9 @@ def evaluate(session, arguments):
     frame = frame_of(session, arguments.integer("frameId")) if "frameId" in arguments else None
     if context == "repl" and console.is_command(session, text, frame):
         return console.run(session, text.removeprefix("`"))
+    index = session.handles.get(arguments.integer("frameId"), "frame id", FrameId).index if frame else 0
+    if frame is not None and _outer_traced(session, frame, index):
+        raise RequestError(f"{text} is not known: frame #{index} of the trace's calls has no registers (select #0)")
     if frame is None:
         frame = session.target().GetProcess().GetSelectedThread().GetSelectedFrame()
     value = frame.GetValueForVariablePath(text)
