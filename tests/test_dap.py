@@ -413,3 +413,5 @@ def test_a_recursions_callers_are_each_their_own_frame(client, tmp_path):
         "evaluate", {"expression": "n", "frameId": caller, "context": "watch"}
     )
     assert locals_of(recursion, 2)["Locals"] == {"(not known)": locals_of(recursion, 2)["Locals"]["(not known)"]}
+    said = recursion.error("evaluate", {"expression": "register read rax", "context": "repl"})  # not a result
+    assert "rax is not known at this position" in said  # that reads "error:"

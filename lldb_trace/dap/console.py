@@ -40,8 +40,9 @@ def run(session, text):
         return {"result": "", "variablesReference": 0}
     if after is not None and after != before:
         stepping.moved(session, after[2], output, "step", echo=False)  # the output is the result already
-    if not succeeded:
-        raise RequestError((output + error).strip() or f"'{text}' failed")
+    said = (output + error).strip()
+    if not succeeded or said.startswith("error:"):  # the plugin's own answers of "not known" say it so
+        raise RequestError(said or f"'{text}' failed")
     return {"result": (output + error).rstrip("\n"), "variablesReference": 0}
 
 
