@@ -176,8 +176,7 @@ def _registers(session, frame, index):
     """Frame 0's registers known at the position, and the names of the others.  An outer frame of the trace's
     calls (a scripted frame past the first) has none: a trace records frame 0's pc alone, and LLDB would show
     frame 0's registers there (register_read.py says the same in the console)."""
-    thread = frame.GetThread()  # (a scripted frame's GetFrameID is 0 whatever its index: ``index`` says it)
-    if sum(thread.GetFrameAtIndex(k).IsSynthetic() for k in range(index + 1)) > 1:
+    if _outer_traced(session, frame, index):  # (a scripted frame's GetFrameID is 0 whatever its index)
         return [("(no registers)", f"frame #{index} has no registers in a trace, which records only frame #0's pc")]
     sets = [registers for registers in frame.GetRegisters() if registers.GetNumChildren()]
     known = {register.GetName() for registers in sets for register in registers}
