@@ -222,6 +222,15 @@ def test_code_without_source_and_disassembly(client):
     assert "names no source" in gradebook.error("source", {"sourceReference": 999})
 
 
+def test_source_by_path_reads_only_the_frames_files(client):
+    """The server reads only the files the trace names: a frame's source file by its path, nothing else."""
+    gradebook = client()
+    named = frames(gradebook)[0]["source"]["path"]
+    assert "credits_earned" in gradebook.ok("source", {"source": {"path": named}})["content"]
+    for path in ("/etc/passwd", str(SOURCES / "recursion.c"), "gradebook.c"):
+        assert "no source file of a frame this session showed" in gradebook.error("source", {"source": {"path": path}})
+
+
 def test_the_console_runs_lldb_and_pt_commands(client):
     gradebook = client()
     found = gradebook.ok("evaluate", {"expression": "pt find --line gradebook.c:23 -c 2", "context": "repl"})

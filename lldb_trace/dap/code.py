@@ -24,10 +24,16 @@ MAX_BACK_BYTES = 1024 * 1024  # how far back from an address its symbol may star
 
 
 class Sources:
-    """The listings handed out as sources by reference, by function start (kept for the session)."""
+    """The listings handed out as sources by reference, by function start, and the files stack frames named by
+    path (kept for the session): the files a client may read through ``source``, and no others."""
 
     def __init__(self):
         self._by_start, self._listings = {}, {}  # start -> reference; reference -> (name, addresses, text)
+        self._paths = set()
+
+    def named(self, path):
+        """A frame's source file by path: the client may ask for its text."""
+        self._paths.add(path)
 
     def of_frame(self, target, frame):
         """``(source, line from 1)`` of the frame's pc in its function's listing; None without a symbol."""
@@ -49,6 +55,21 @@ class Sources:
             raise RequestError(f"sourceReference {reference} names no source of this session")
         return self._listings[reference][2]
 
+    def file(self, path):
+        """The text of a file a frame named (its debug information's source), read now."""
+        if path not in self._paths:
+            shown = "no source file of a frame this session showed: only those are served"
+            raise RequestError(f"{path[:200]} is {shown}")
+        try:
+            file = Path(path)
+            if not file.is_file():
+                raise RequestError(f"{path[:200]} is not a readable file")
+            if file.stat().st_size > MAX_SOURCE_BYTES:
+                raise RequestError(f"{path[:200]} is larger than {MAX_SOURCE_BYTES} bytes")
+            return file.read_bytes().decode("utf-8", "replace")
+        except OSError as error:
+            raise RequestError(f"cannot read {path[:200]}: {error}") from None
+
 
 def _listing(target, symbol, start):
     lines, addresses = [], []
@@ -65,7 +86,7 @@ def _instructions(listed, limit):
 
 
 def source(session, arguments):
-    """A listing by its reference, or a file by its path (for clients that ask by path)."""
+    """A listing by its reference, or a frame's file by its path (for clients that ask by path)."""
     given = arguments.object("source", None)
     reference = arguments.integer("sourceReference", 0)
     if given is not None and "sourceReference" in given:
@@ -75,15 +96,7 @@ def source(session, arguments):
     path = given.string("path") if given is not None else None
     if not path:
         raise RequestError("give a sourceReference, or a source with a path")
-    try:
-        file = Path(path)
-        if not file.is_file():
-            raise RequestError(f"{path[:200]} is not a readable file")
-        if file.stat().st_size > MAX_SOURCE_BYTES:
-            raise RequestError(f"{path[:200]} is larger than {MAX_SOURCE_BYTES} bytes")
-        return {"content": file.read_bytes().decode("utf-8", "replace")}
-    except (OSError, ValueError) as error:  # ValueError: a path with a NUL byte
-        raise RequestError(f"cannot read {path[:200]}: {error}") from None
+    return {"content": session.sources.file(path)}
 
 
 def disassemble(session, arguments):

@@ -84,6 +84,7 @@ def _frame(session, thread, index):
     path = entry.GetFileSpec().fullpath if entry.IsValid() else None
     if path and entry.GetLine() > 0:
         shown["source"] = {"name": PurePath(path).name, "path": path}
+        session.sources.named(path)
         shown["line"] = entry.GetLine() - 1 + session.lines_from
         shown["column"] = max(entry.GetColumn(), 1) - 1 + session.columns_from
         return shown
