@@ -80,6 +80,20 @@ def test_who_wrote_this_names_the_system_call_that_wrote_the_bytes(recorded, pro
     assert thread.values()._effect(thread.values().addresses[write.position]).kind == "syscall"
 
 
+def test_who_read_this_names_the_xrstor_that_may_have_read_a_saved_state(recorded):
+    """Lazy binding's trampoline saves the vector state with xsavec and reads it back with xrstor: the restore is a
+    read that may have touched each byte its components reach (it reads only the parts the header marks), not
+    a read of nothing (it was left out)."""
+    (thread,) = api.open_bundle(recorded / "trace.json").threads
+    values = thread.values()
+    restores = [i for i, pc in enumerate(values.addresses) if values._effect(pc).mnemonic.startswith("xrstor")]
+    assert restores, "the lazy binding of known_states.c's first libc call"
+    area = thread.registers_at(restores[-1])["rsp"] + 0x40  # dl-trampoline: xrstor 0x40(%rsp)
+    for offset in (0, 0x240, 0x300):  # the legacy region, the header's end, the AVX state
+        found = [access for access in thread.find(read=area + offset, size=8) if access.position == restores[-1]]
+        assert [(access.kind, access.exact) for access in found] == [("read", False)]
+
+
 def test_the_cores_stand_where_the_trace_starts_and_ends(recorded, program):
     tid = _process(recorded)["pid"]
     truth = truth_of(recorded / "trace.json", tid)

@@ -202,22 +202,25 @@ def _bit_string(effect):
 
 
 def _state_area(effect):
-    """fxsave writes 512 bytes; the xsave family an area whose size the components asked for decide (StateArea);
-    the restores only read."""
+    """fxsave writes 512 bytes; the xsave family an area whose size the components asked for decide (StateArea).
+    The restores read such an area, but only the parts its header marks: bytes they may have read (``partial``),
+    as far as the standard layout of the components asked for reaches (a compacted area ends no later)."""
     first = effect.operands[0] if effect.operands else None
+    restore = effect.mnemonic in _STATE_RESTORES
     effect.accesses = ()
-    if effect.mnemonic in _STATE_RESTORES:
-        effect.writes = frozenset(VECTORS)
-    if effect.mnemonic in _STATE_RESTORES or first is None or first.kind != "mem" or first.ref is None:
+    if restore:
+        effect.writes, effect.partial = frozenset(VECTORS), True
+    if first is None or first.kind != "mem" or first.ref is None:
         effect.barrier = effect.mnemonic in _STATE_SAVES
         return
-    if effect.mnemonic.startswith("fxsave"):
-        effect.accesses = (("w", first.ref, 512),)
+    kind = "r" if restore else "w"
+    if effect.mnemonic.startswith(("fxsave", "fxrstor")):
+        effect.accesses = ((kind, first.ref, 512),)
     else:
         ref = first.ref
         compacted = effect.mnemonic.startswith(("xsavec", "xsaves"))
         area = StateArea(ref.base, ref.index, ref.scale, ref.disp, ref.segment, compacted)
-        effect.accesses = (("w", area, STATE_AREA_BOUND),)
+        effect.accesses = ((kind, area, STATE_AREA_BOUND),)
         effect.reads |= {RAX, RDX}
 
 

@@ -280,6 +280,8 @@ class Generations:
         if end is None:
             return
         i, _, _, address, size = access
+        if size > 64:  # a state area an xrstor reads (up to 2,688 bytes): not worth its placements
+            return
         written = self.crossing(end)
         if written is None:
             return

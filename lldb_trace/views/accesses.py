@@ -62,8 +62,8 @@ def _value(hex_bytes: str | None) -> str:
 
 def accesses_text(shown: Sequence[dict], what: str, more: bool) -> str:
     """A table newest first; ``what`` names the bytes and the thread; ``more``: -c cut the list short.  The
-    instructions that may have touched the bytes (their address is not known) are counted between the ones that
-    did, not listed one by one (``--json`` lists them)."""
+    instructions that may have touched the bytes (their address, or how far they reach, is not known) are counted
+    between the ones that did, not listed one by one (``--json`` lists them)."""
     if not shown:
         return f"No instruction in the trace {what}."
     width = max(len(str(shown[0]["index"])), len("index"))
@@ -89,7 +89,8 @@ def _unsure_line(rows: Sequence[dict], width: int) -> list[str]:
         return []
     span = f"{rows[-1]['index']}-{rows[0]['index']}" if len(rows) > 1 else str(rows[0]["index"])
     count = f"{len(rows)} instructions" if len(rows) > 1 else "1 instruction"
-    return [f"{'':>{width}}  ({count} at {span} may have: their addresses are not known there; --json lists them)"]
+    unknown = "where or how far they reach is not known there"
+    return [f"{'':>{width}}  ({count} at {span} may have: {unknown}; --json lists them)"]
 
 
 def accesses_json(shown: Sequence[dict]) -> str:
