@@ -191,7 +191,10 @@ class ThreadTrace(TracedThread):
         position = self.history.resolve(self.position if index is None else index)
         if not values_of(self.process_trace).has_known_state(self.tid):
             return {**dict.fromkeys(TRACKED), "rip": self.history.pc_at(position)}
-        return self.values().registers_at(position)
+        found = self.values().registers_at(position)
+        if found["rip"] is None:  # where it stopped, without a core there: the pc the trace's stop says, as LLDB shows
+            found["rip"] = self.history.pc_at(position)
+        return found
 
     def read_memory_at(self, index: int | None, address: int, size: int) -> tuple[bytes, bytes]:
         """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is

@@ -3,6 +3,7 @@ system call's results, checked against the program's own data and against LLDB a
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -92,6 +93,41 @@ def test_who_read_this_names_the_xrstor_that_may_have_read_a_saved_state(recorde
     for offset in (0, 0x240, 0x300):  # the legacy region, the header's end, the AVX state
         found = [access for access in thread.find(read=area + offset, size=8) if access.position == restores[-1]]
         assert [(access.kind, access.exact) for access in found] == [("read", False)]
+
+
+def test_a_truncated_traces_end_takes_no_recorded_state_of_later(recorded, tmp_path):
+    """The recorder's states match positions by instruction count: cut the trace short and the state after its
+    last instruction is one of later, when the thread stood elsewhere.  It was shown at the end of history as
+    known (rsp 0x7fffffffe4d8 where the stop's was 0x7fffffffe610); now only the stop's pc is known there."""
+    cut = tmp_path / "cut"
+    shutil.copytree(recorded, cut)
+    document = json.loads((cut / "trace.json").read_text())
+    process = document["processes"][0]
+    del process["coreFile"]
+    (cut / "trace.json").write_text(json.dumps(document))
+    stream = cut / process["threads"][0]["iptTrace"]
+    stream.write_bytes(stream.read_bytes()[: stream.stat().st_size * 6 // 10])
+    (thread,) = api.open_bundle(cut / "trace.json").threads
+    end = thread.registers_at(thread.item_count)
+    assert {name for name, value in end.items() if value is not None} <= {"rip"}
+    assert thread.registers_at(100) == api.open_bundle(recorded / "trace.json").threads[0].registers_at(100)
+
+
+def test_where_the_thread_stopped_the_api_gives_the_pc_lldb_shows(recorded, tmp_path):
+    """Without an end core the pc where the thread stopped is the trace's (the exit_group it ran last), as LLDB
+    shows it: registers_at gave None there."""
+    document = json.loads((recorded / "trace.json").read_text())
+    del document["processes"][0]["coreFile"]
+    (recorded / "no_end_core.json").write_text(json.dumps(document))
+    try:
+        (thread,) = api.open_bundle(recorded / "no_end_core.json").threads
+        last = thread.registers_at(thread.item_count - 1)["rip"]  # the recorder's state there
+        assert (
+            thread.registers_at(thread.item_count)["rip"] == last
+            and thread.read_memory_at(None, last, 2)[0] == b"\x0f\x05"
+        )
+    finally:
+        (recorded / "no_end_core.json").unlink()
 
 
 def test_the_cores_stand_where_the_trace_starts_and_ends(recorded, program):

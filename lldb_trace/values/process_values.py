@@ -223,6 +223,12 @@ class ProcessValues:
                 raise ValuesError(str(error)) from None
         positions = counted.positions(instructions)
         kept = positions >= 0
+        # A state after the trace's last instruction is where the thread stopped only where the recording ended
+        # there too (the file's last state) and the trace's end is no gap (a truncated trace's is: it lost the
+        # instructions between); else it is a state of later, when the thread stood elsewhere.
+        ends = np.flatnonzero(positions == counted.count)
+        if len(ends) and (ends[-1] != len(positions) - 1 or not counted.addresses[-1]):
+            kept[ends] = False
         positions, rows = positions[kept], rows[kept]
         _check_pcs(path or "the live recorder's register states", positions, rows, names, counted.addresses)
         return positions, rows, names
