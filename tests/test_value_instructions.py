@@ -164,6 +164,17 @@ def test_a_movbe_store_writes_the_swapped_bytes():
     assert Emulator().run(store, state.get, {1: 0xAAAAAAAA}) == ({}, {0: 0x04030201})
 
 
+@pytest.mark.parametrize("code", ["480fc1c8", "f0480fc10f", "0fc0c8"])  # xadd rax, rcx; lock xadd [rdi], rcx; al, cl
+def test_flags_written_from_unknown_flags_stay_unknown(code):
+    """xadd sets the status flags and keeps the others (DF, AC, ID: a program may set them): with rflags unknown
+    before it, rflags after it is not known either.  It was 0x202 after a std (truth 0x602)."""
+    state = {RAX: 5, RCX: 7, RDI: 0x5000}
+    regs, _ = Emulator().run(_effect(code), state.get, {0: 3, 1: 3})
+    assert RFLAGS not in regs and RCX in regs
+    known = {**state, RFLAGS: 0x602}  # known before: the status flags it computes, the others kept
+    assert Emulator().run(_effect(code), known.get, {0: 3, 1: 3})[0][RFLAGS] & ~0x8D5 == 0x602
+
+
 def test_pushf_stores_no_known_word():
     """Single-stepped (lldb-trace record, pt start --backend software), pushf pushes TF set, which the flags ptrace
     reports leave out: the word it stores was shown 0x246 where the program popped 0x346."""

@@ -16,7 +16,12 @@ from .registers import COUNT, MASK64, RFLAGS, RIP
 
 PAGE = 4096
 _FILLS = (0x5A5A5A5A5A5A5A5A, 0xA5C3A5C3A5C3A5C3)
-_FLAG_FILLS = (0x202, 0xAD7)  # rflags unknown: no status flag set, then all of them (never TF)
+# rflags unknown: no status flag set, then all of them with DF, NT, AC and ID, which a program may set too (never
+# TF): an instruction that writes the status flags alone leaves the others as they were, not known
+_FLAG_FILLS = (0x202, 0x244ED7)
+# The flags unicorn takes as given: the status flags, IF, DF, NT, AC and ID; the others (TF: a recorder's
+# single steps leave it set in what a program pushed and popped) are kept as they were, not run with
+_RUN_FLAGS = 0x244ED5
 _TRANSLATION_BUFFER = 16 << 20
 _MAX_PAGES = 512  # then the emulator starts afresh, so its memory does not grow with the trace
 
@@ -68,6 +73,8 @@ class Emulator:
         known = {number: get(number) for number in effect.reads}
         if any(value is None for value in known.values()):
             return None
+        if RFLAGS in effect.writes and RFLAGS not in known and get(RFLAGS) is not None:
+            known[RFLAGS] = get(RFLAGS)  # the flags it does not write keep their values: an input where known
         addresses = []
         for index, (kind, ref, size) in enumerate(effect.accesses):
             address = ref.address(get) if isinstance(ref, MemRef) else None
@@ -99,7 +106,8 @@ class Emulator:
             for number in range(COUNT):
                 if number != RIP:
                     default = fill if number != RFLAGS else _FLAG_FILLS[fill == _FILLS[1]]
-                    uc.reg_write(numbers[number], known.get(number, default))
+                    value = known.get(number, default)
+                    uc.reg_write(numbers[number], value & _RUN_FLAGS | 2 if number == RFLAGS else value)
             uc.reg_write(numbers[RIP], effect.address)
             allowed = [(address, address + size) for _, address, size in addresses]
             written = set()  # the bytes it wrote; their values are read back after it (a hook's value is the
@@ -122,6 +130,8 @@ class Emulator:
             return None
         kept = [number for number in effect.writes if number != RIP and number < COUNT]  # (not DF: it is rflags')
         regs = {number: uc.reg_read(numbers[number]) & MASK64 for number in kept}
+        if RFLAGS in regs and RFLAGS in known:
+            regs[RFLAGS] = regs[RFLAGS] & _RUN_FLAGS | known[RFLAGS] & ~_RUN_FLAGS & MASK64
         provided = {}  # bytes it read: a byte of a write access it did not write keeps that value
         for index, (kind, address, size) in enumerate(addresses):
             if kind == "r":
