@@ -17,8 +17,14 @@ from support.paths import SOURCES
 from support.reference_decode import check_exact, truth_of
 
 from lldb_trace import api
+from lldb_trace.bundle.loader import load_bundle
+from lldb_trace.decode.cursor import TraceCursor
 from lldb_trace.elf_info import ElfInfo
+from lldb_trace.process_trace import ProcessTrace
 from lldb_trace.values.core_file import open_core
+from lldb_trace.values.core_match import cut_off
+from lldb_trace.values.machine_state import GENERAL
+from lldb_trace.x86.instructions import Transfer
 
 DATA = b"known bytes, 25 of them.\n"
 PIP_LLDB = str(Path(sys.executable).parent / "lldb")
@@ -111,6 +117,45 @@ def test_a_truncated_traces_end_takes_no_recorded_state_of_later(recorded, tmp_p
     end = thread.registers_at(thread.item_count)
     assert {name for name, value in end.items() if value is not None} <= {"rip"}
     assert thread.registers_at(100) == api.open_bundle(recorded / "trace.json").threads[0].registers_at(100)
+
+
+def test_a_trace_cut_between_packets_takes_its_end_core_as_after_a_gap(recorded, tmp_path):
+    """A trace file cut short at a packet boundary ends with no event that stopped tracing: the thread ran on. One
+    cut right after a ret took the end core as the state the ret went to, any pc being a ret's target, and its
+    values were carried back over the lost instructions: wrong at every position.  Now nothing carries from the
+    trace's last instruction to the core, as after a gap."""
+    cut = tmp_path / "cut"
+    shutil.copytree(recorded, cut)
+    document = json.loads((cut / "trace.json").read_text())
+    process = document["processes"][0]
+    del process["startCoreFile"]
+    for thread in process["threads"]:
+        del thread["registerStates"], thread["syscallResults"]
+    (cut / "trace.json").write_text(json.dumps(document))
+    stream = cut / process["threads"][0]["iptTrace"]
+    whole = stream.read_bytes()
+    for length in range(len(whole) - 1, len(whole) - 400, -1):  # the first cut right after a ret, or a jmp *
+        stream.write_bytes(whole[:length])
+        bundle = load_bundle(cut / "trace.json")
+        ended = ProcessTrace(bundle, bundle.processes[0])
+        (tid,) = ended.tids
+        last = ended.end_of(tid, 1)
+        item = TraceCursor(last.decoded, ended.expander).item()
+        if (
+            item.gap is None
+            and cut_off(last.decoded)
+            and ended.expander.classifier[item.address].transfer == Transfer.INDIRECT
+        ):
+            break
+    else:
+        pytest.fail("no cut of the last 400 bytes ends right after an indirect branch")
+    (thread,) = api.open_bundle(cut / "trace.json").threads
+    (truth,) = api.open_bundle(recorded / "trace.json").threads  # the recorder's registers at every position
+    wrong = []
+    for position in range(thread.item_count):
+        shown, seen = thread.registers_at(position), truth.registers_at(position)
+        wrong += [(position, name) for name in GENERAL if shown[name] is not None and shown[name] != seen[name]]
+    assert wrong == []
 
 
 def test_where_the_thread_stopped_the_api_gives_the_pc_lldb_shows(recorded, tmp_path):

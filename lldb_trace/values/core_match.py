@@ -16,8 +16,9 @@ fraction of a second however long the trace.  A core's pc may be:
   final disable event names; the core is the state *after* it: ``END``, the position after the last item.
 
 When the trace itself says where the thread stood (a final disable event), only that address is
-``END``.  A trace that ends in a gap (code the decoder could not read, lost packets) says nothing of
-where the thread went: any pc is ``END``, and no value is carried across the gap.  A core whose pc is a
+``END``.  A trace that ends in a gap (code the decoder could not read, lost packets), or with no final
+disable event at all (a file cut short between packets), says nothing of where the thread went: any pc is
+``END``, and no value is carried across the gap.  A core whose pc is a
 REP string instruction may have stopped partway through its iterations (a fault in the middle of a
 ``rep movsb``): the value layer then takes the core as the state after that instruction
 (values/process_values.py), so what it changes is unknown before it.
@@ -29,6 +30,7 @@ from ..bundle.model import ThreadStop
 from ..capture.ptrace_recorder.stop_signal import describe
 from ..decode.cursor import TraceCursor
 from ..errors import LldbTraceError
+from ..libipt.enums import EventType
 from ..process_trace import ProcessTrace
 from ..x86.instructions import Transfer
 from .core_file import open_core
@@ -61,10 +63,18 @@ def thread_end(process_trace, tid):
     if not decoded.item_count:
         return ThreadEnd(None, decoded.end_ip)
     last_item = TraceCursor(decoded, process_trace.expander).item()
-    if last_item.gap is not None:  # its decode stopped (code it could not read, lost packets): the thread went on
-        return ThreadEnd(None, None)
+    if last_item.gap is not None or cut_off(decoded):  # its decode stopped (code it could not read, lost packets),
+        return ThreadEnd(None, None)  # or its trace did: the thread went on
     stands = decoded.end_ip if decoded.end_ip != last_item.address else None
     return ThreadEnd(last_item.address, stands)
+
+
+def cut_off(decoded):
+    """Whether the trace ends while the thread was running: no event stops tracing after its last item.  A trace
+    of user space always ends with one (the kernel entry of an exit, a fault, a signal, a stop); a trace file cut
+    short at a packet boundary does not, and what the thread ran after it is as unknown as after a gap."""
+    stops = decoded.events_of((EventType.DISABLED, EventType.ASYNC_DISABLED))
+    return decoded.item_count > 0 and (not stops or stops[-1][0] != decoded.item_count)
 
 
 def core_position(pc, end, classifier):

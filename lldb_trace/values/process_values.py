@@ -23,6 +23,7 @@ from ..decode.cursor import runs
 from ..errors import LldbTraceError
 from ..libipt.enums import EventType
 from .core_file import open_core
+from .core_match import cut_off
 from .machine_state import TRACKED
 from .patched_code import patched_pages, without_pages
 from .register_states import RegisterStatesError, read_register_states
@@ -120,6 +121,9 @@ class ProcessValues:
             return None
         first = max(0, decoded.item_count - MOST_POSITIONS)  # a long trace: the values of its end only
         addresses = position_addresses(decoded, self.process_trace.expander, first)
+        interrupted = interruptions(decoded, first)
+        if cut_off(decoded):  # the thread ran on after the trace's last instruction: nothing carries to the end
+            interrupted[len(addresses) - 1] = None
         end = self.end_state(tid)
         # the core is the state after the last item ran (the history's end position), or before it ran; a core
         # at a REP string instruction may be partway through it: as after it, what it changes is unknown before
@@ -151,7 +155,7 @@ class ProcessValues:
             syscalls=self._syscalls(tid, counted),
             shared_memory=shared,
             recorded=self._register_states(tid, counted),
-            interrupted=interruptions(decoded, first),
+            interrupted=interrupted,
             volatile=volatile,
         )
         return TailValues(values, first) if first else values
