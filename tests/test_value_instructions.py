@@ -4,7 +4,9 @@ programs of test_value_recovery.py exercise only as a whole).
 """
 
 import random
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +14,7 @@ from lldb_trace.values import integer_ops, rules
 from lldb_trace.values.emulator import Emulator
 from lldb_trace.values.machine_state import TRACKED, MachineState
 from lldb_trace.values.recovery import ThreadValues
-from lldb_trace.values.registers import COUNT, MASK64, RAX, RCX, RDI, RFLAGS, RIP, RSP
+from lldb_trace.values.registers import COUNT, MASK64, RAX, RCX, RDI, RDX, RFLAGS, RIP, RSP
 from lldb_trace.values.semantics import decode
 
 # -- the fast paths against unicorn ------------------------------------------------------------------------------
@@ -105,6 +107,59 @@ def test_integer_ops_compute_what_unicorn_computes(code):
         for register in exact[0].keys() - regs.keys():  # and a 32-bit register it left: unicorn zero-extends it
             assert exact[0][register] == state[register] & 0xFFFFFFFF != state[register], (code, register)
         assert regs == {r: exact[0][r] for r in regs} and stores == exact[1], f"{code} with rcx {state[RCX]:#x}"
+
+
+# bzhi, bextr, pdep, pext of 64 and 32 bits, each with its destination rax, source rcx and control or mask rdx
+BIT_FIELDS = {
+    ("bzhi", 64): "c4e2e8f5c1", ("bzhi", 32): "c4e268f5c1", ("bextr", 64): "c4e2e8f7c1", ("bextr", 32): "c4e268f7c1",
+    ("pdep", 64): "c4e2f3f5c2", ("pdep", 32): "c4e273f5c2", ("pext", 64): "c4e2f2f5c2", ("pext", 32): "c4e272f5c2",
+}  # fmt: skip
+_BIT_FIELDS_C = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  for (int k = 1; k + 2 < argc; k += 3) {
+    unsigned long long a = strtoull(argv[k + 1], 0, 0), b = strtoull(argv[k + 2], 0, 0);
+    unsigned long long r;
+    switch (argv[k][0]) {
+      case 'z': r = _bzhi_u64(a, b); break;   case 'Z': r = _bzhi_u32(a, b); break;
+      case 'x': r = __bextr_u64(a, b); break; case 'X': r = __bextr_u32(a, b); break;
+      case 'd': r = _pdep_u64(a, b); break;   case 'D': r = _pdep_u32(a, b); break;
+      case 't': r = _pext_u64(a, b); break;   default: r = _pext_u32(a, b); break;
+    }
+    printf("%llu\n", r);
+  }
+  return 0;
+}
+"""
+
+
+def test_bit_fields_are_the_cpus(tmp_path):
+    """bzhi, bextr, pdep and pext computed as this machine's CPU computes them, indexes past the operand included:
+    unicorn's bzhi of 64 bits by 64 cleared the top bit (0x7fff... where the CPU gives all ones), its 32-bit
+    bextr read source bits past 31 and its 32-bit pdep left bits past 31."""
+    if "bmi2" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("this CPU has no BMI2 to compare with")
+    program = tmp_path / "bit_fields"
+    source = tmp_path / "bit_fields.c"
+    source.write_text(_BIT_FIELDS_C)
+    subprocess.run(["gcc", "-O1", "-mbmi", "-mbmi2", "-o", str(program), str(source)], check=True)
+    generator, letters = random.Random(7), {"bzhi": "zZ", "bextr": "xX", "pdep": "dD", "pext": "tT"}
+    emulator = Emulator()
+    cases = []
+    for (name, width), code in BIT_FIELDS.items():
+        edges = [0, 1, 31, 32, 33, 63, 64, 65, 255, 0x2020, 0x1F20, 0x4010, 0xFFFF, MASK64]
+        for control in edges + [generator.getrandbits(64) for _ in range(8)]:
+            for source in (MASK64, 0x8000000000000001, generator.getrandbits(64)):
+                cases.append((name, width, code, source, control))
+    words = [f"{letters[name][width == 32]} {source} {control}" for name, width, _, source, control in cases]
+    answers = subprocess.run([program, *" ".join(words).split()], capture_output=True, text=True, check=True)
+    for (name, width, code, source, control), truth in zip(cases, answers.stdout.split(), strict=True):
+        state = {RAX: 0x5A5A5A5A5A5A5A5A, RCX: source, RDX: control}
+        effect = _effect(code)  # as chunk.py asks: integer_ops first, unicorn for what it leaves
+        regs, _ = integer_ops.compute(effect, state.get, {}) or emulator.run(effect, state.get, {})
+        assert regs[RAX] == int(truth), f"{name} {width}: {source:#x}, {control:#x}: {regs[RAX]:#x} != {int(truth):#x}"
 
 
 # -- what one instruction may change, and what a branch says ------------------------------------------------------

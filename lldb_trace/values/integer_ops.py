@@ -13,7 +13,10 @@ Unicorn (QEMU) writes some destinations the CPU leaves alone, and zero-extends w
 - ``bsf``/``bsr`` of 0 leave the destination undefined (Intel; unchanged on AMD): unknown;
 - a shift or rotate whose masked count is 0 changes nothing, but whether a 32-bit destination is zero-extended
   then is the CPU's choice: known only where its upper half is 0 anyway;
-- ``bswap`` of 16 bits, and ``shld``/``shrd`` of 16 bits by more than 16, are undefined: unknown.
+- ``bswap`` of 16 bits, and ``shld``/``shrd`` of 16 bits by more than 16, are undefined: unknown;
+- BMI's bit fields (``bzhi``, ``bextr``, ``pdep``, ``pext``): unicorn clears the top bit where an index reaches
+  past the operand, reads a 32-bit ``bextr``'s source past bit 31 and leaves a 32-bit ``pdep``'s result
+  uncut: computed here, as the SDM says (their flags are partly undefined, or unchanged).
 """
 
 from .effects import Operand
@@ -25,6 +28,7 @@ _SHIFTS = frozenset(("shl", "sal", "shr", "sar", "rol", "ror"))
 _CARRY_ROTATES = frozenset(("rcl", "rcr"))
 _DOUBLE_SHIFTS = frozenset(("shld", "shrd"))
 _BIT_SCANS = frozenset(("bsf", "bsr"))
+_BIT_FIELDS = frozenset(("bzhi", "bextr", "pdep", "pext"))
 
 
 def compute(effect, get, loads):
@@ -37,6 +41,8 @@ def compute(effect, get, loads):
         return _multiply(operands, get, loads.get)
     if mnemonic == "cmpxchg" and len(operands) == 2:
         return _compare_exchange(operands, get, loads.get)
+    if mnemonic in _BIT_FIELDS and len(operands) == 3:
+        return _bit_field(mnemonic, operands, get, loads.get)
     return _not_unicorns(mnemonic, operands, get, loads.get)
 
 
@@ -156,6 +162,37 @@ def _shift(mnemonic, operands, get, load):
         result = value << turn | value >> (width - turn)
     regs, stores = {}, {}
     write_operand(destination, get, result & mask, regs, stores)
+    return regs, stores
+
+
+def _bit_field(mnemonic, operands, get, load):
+    """``bzhi``/``bextr DEST, SOURCE, CONTROL``: SOURCE with the bits from CONTROL's low byte up cleared, or the
+    CONTROL[15:8] bits from bit CONTROL[7:0] on; ``pdep``/``pext DEST, SOURCE, MASK``: SOURCE's low bits
+    deposited at MASK's set bits, or MASK's bits of SOURCE gathered low.  A 32-bit destination is zero-extended."""
+    destination, source, control = operands
+    width = destination.width
+    value, other = operand_value(source, get, load), operand_value(control, get, load)
+    if destination.kind != "reg" or width not in (32, 64):
+        return None
+    if value is None or other is None:
+        return {}, {}
+    if mnemonic == "bzhi":
+        index = other & 0xFF
+        result = value & ((1 << index) - 1) if index < width else value
+    elif mnemonic == "bextr":
+        start, length = other & 0xFF, other >> 8 & 0xFF
+        result = value >> start & ((1 << length) - 1)
+    else:
+        result, k = 0, 0
+        for bit in range(width):
+            if other >> bit & 1:
+                if mnemonic == "pdep":
+                    result |= (value >> k & 1) << bit
+                else:
+                    result |= (value >> bit & 1) << k
+                k += 1
+    regs, stores = {}, {}
+    write_operand(destination, get, result & ((1 << width) - 1), regs, stores)
     return regs, stores
 
 
