@@ -190,11 +190,24 @@ class ThreadTrace(TracedThread):
         but the pc without a known state)."""
         position = self.history.resolve(self.position if index is None else index)
         if not values_of(self.process_trace).has_known_state(self.tid):
-            return {**dict.fromkeys(TRACKED), "rip": self.history.pc_at(position)}
+            return {**dict.fromkeys(TRACKED), "rip": self._pc_at(position)}
         found = self.values().registers_at(position)
-        if found["rip"] is None:  # where it stopped, without a core there: the pc the trace's stop says, as LLDB shows
-            found["rip"] = self.history.pc_at(position)
+        if found["rip"] is None:  # before the positions a long trace's recovery covers, or the end without a core
+            found["rip"] = self._pc_at(position)
         return found
+
+    def _pc_at(self, position: int) -> int | None:
+        return self.history.pc_at(position) if position < self.item_count else self._stands_at()
+
+    def _stands_at(self) -> int | None:
+        """Where the thread stands at its end, where something says so: its recorded stop (a fault's pc), or where
+        tracing stopped if that is not its last instruction.  After an exit's system call the kernel's return
+        address is no address the trace gives."""
+        stop = self.process_trace.thread_stop(self.tid)
+        if stop is not None and stop.pc is not None:
+            return stop.pc
+        stood = self.process_trace.end_ip(self.tid)
+        return stood if stood != self.history.pc_at(self.item_count - 1) else None
 
     def read_memory_at(self, index: int | None, address: int, size: int) -> tuple[bytes, bytes]:
         """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is
