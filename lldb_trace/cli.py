@@ -1,7 +1,6 @@
 """``lldb-trace``: the command-line entry point for work outside LLDB."""
 
 import argparse
-import signal
 import sys
 import sysconfig
 from dataclasses import replace
@@ -103,7 +102,7 @@ def _dump(args):
 def _record(args):
     from .capture.ptrace_recorder.bundle_writer import check_outdir, write_bundle
     from .capture.ptrace_recorder.progress_line import RecordingProgress
-    from .capture.ptrace_recorder.recording import RecordOptions, record
+    from .capture.ptrace_recorder.recording import RecordOptions, ending_signals_held, record
 
     if not args.program:
         raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")
@@ -135,11 +134,8 @@ def _record(args):
         raise LldbTraceError("interrupted before the recording started: nothing written") from None
     finally:
         progress.clear()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bundle goes in whole, Ctrl-C or not
-    try:
+    with ending_signals_held():  # the bundle goes in whole, Ctrl-C, SIGTERM or not
         path = write_bundle(recording, args.output, args.copy_program, args.force, args.format)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     count, seconds = recording.instructions, recording.seconds
     rate = count / seconds if seconds else 0
     print(

@@ -185,6 +185,23 @@ def test_sigterm_ends_a_recording_as_ctrl_c_does_and_leaves_no_temporary_files(t
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_sigterm_while_the_bundle_is_written_waits_for_it(tmp_path, static_program, monkeypatch):
+    """Once the run has ended, SIGTERM (``timeout``) and SIGHUP wait until the bundle is written: they killed the
+    recorder while it wrote, leaving no bundle and no message."""
+    from lldb_trace.capture.ptrace_recorder import bundle_writer
+
+    writing = bundle_writer.write_bundle
+
+    def signalled_first(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGHUP)
+        return writing(*args, **kwargs)
+
+    monkeypatch.setattr(bundle_writer, "write_bundle", signalled_first)
+    assert cli.main(["record", "-o", str(tmp_path / "b"), "--", str(static_program)]) == 0
+    assert (tmp_path / "b" / "trace.json").exists() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
 def test_a_killed_recorder_leaves_no_temporary_files(tmp_path, endless, monkeypatch):
     """SIGKILL cannot be caught: the start core, written before the program ran, is an unlinked file."""
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))

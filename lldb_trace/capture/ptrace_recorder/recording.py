@@ -387,6 +387,27 @@ def record(program, args=(), options=None, progress=None):
             tracee.run()
     finally:
         tracee.close()
+    with ending_signals_held():
+        return _recording(tracee, path, args, options, vdso, tsc_zero, started)
+
+
+@contextlib.contextmanager
+def ending_signals_held():
+    """Once the run has ended, Ctrl-C, SIGTERM and SIGHUP wait until what it recorded is made whole (they killed
+    the recorder while it wrote the bundle: nothing written, no message)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in _ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _recording(tracee, path, args, options, vdso, tsc_zero, started):
+    """The Recording of a run that has ended."""
     buffer_bytes = options.buffer_kb * 1024 if options.buffer_kb else None
     threads = tracee.recorded_threads()
     recording = Recording(path, list(args), tracee.pid, tracee.status, tracee.detail, threads)
