@@ -17,6 +17,7 @@ import shlex
 from ..debugger import histories
 from ..debugger.register_layout import FLOATING_SET, GENERAL_SET, GENERIC_NAMES, X86_REGISTER_NAMES
 from ..errors import LldbTraceError
+from ..values.machine_state import TRACKED
 from .base import lldbs_own
 
 _EMPTY_SET = re.compile(r"^[^\n]* Registers:\n(?:\n|$)", re.MULTILINE)  # a set's heading, and no register
@@ -53,8 +54,8 @@ def _unknown_registers(debugger, arguments):
         return False
     frame = target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
     known = {register.GetName() for group in frame.GetRegisters() for register in group}
-    if not known or known.issuperset(GENERAL_SET):
-        return False  # every register of the set is known (a core's state): LLDB's own command
+    if not known or known.issuperset(TRACKED):
+        return False  # every register the values know of is (a core's, a recorder's state): LLDB's own command
     if every:
         return _every_register(debugger, known)
     names = shlex.split(" ".join(arguments))
