@@ -5,6 +5,7 @@ core alone never disagrees with them (the exact reference the issue asks for).""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -38,6 +39,36 @@ def recorded(tmp_path_factory):
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=ENV)
     assert result.returncode == 0, result.stderr
     return binary, out / "trace.json"
+
+
+def test_states_after_a_decode_error_are_not_placed_by_count(tmp_path):
+    """A recorder counts the instructions its trace holds; a decode error (here 24 bytes of a recording's trace
+    overwritten) loses instructions nobody counted, so its states after the error name no position: they were
+    either refused whole as another recording's or, where the code repeats, shown at the wrong positions.  Before
+    the error they are used; after it the values are the recovery's, and right."""
+    binary = tmp_path / "basic"
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(binary), str(SOURCES / "basic.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(tmp_path / "rec"), "--psb-period", "256"]
+    subprocess.run([*command, "--", str(binary)], check=True, capture_output=True, timeout=300, env=ENV)
+    shutil.copytree(tmp_path / "rec", tmp_path / "cut")
+    (stream,) = (tmp_path / "cut" / "traces").iterdir()
+    data = bytearray(stream.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 24] = b"\xff" * 24
+    stream.write_bytes(bytes(data))
+    (truth,) = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    (thread,) = api.open_bundle(tmp_path / "cut" / "trace.json").threads
+    gap = thread.decoded.gaps[0].index
+    assert gap + 100 < thread.item_count  # decoding went on at a later PSB
+    lost = truth.item_count - thread.item_count  # both end where the program ended: the part after it lines up
+    after = range(gap + 1, thread.item_count)
+    assert [thread.registers_at(p)["rip"] for p in after] == [truth.registers_at(p + lost)["rip"] for p in after]
+    assert thread.values()._recorded.at(gap - 1) is not None and thread.values()._recorded.at(gap + 1) is None
+    wrong = []
+    for position in [*range(0, gap), *range(gap + 1, thread.item_count + 1)]:
+        there = position if position < gap else position + lost
+        shown, seen = thread.registers_at(position), truth.registers_at(there)
+        wrong += [(position, name) for name in GENERAL if shown[name] is not None and shown[name] != seen[name]]
+    assert wrong == []
 
 
 def test_the_bundle_names_each_threads_register_states(recorded):

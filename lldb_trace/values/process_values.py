@@ -21,7 +21,7 @@ import numpy as np
 
 from ..decode.cursor import runs
 from ..errors import LldbTraceError
-from ..libipt.enums import EventType
+from ..libipt.enums import ErrorCode, EventType
 from .core_file import open_core
 from .core_match import cut_off
 from .machine_state import TRACKED
@@ -144,7 +144,10 @@ class ProcessValues:
                 f"{start.registers.get('rip', 0):#x}, the trace's first instruction {int(addresses[0]):#x}; give the "
                 "state where recording started (startCoreFile), or none"
             )
-        counted = _InstructionPositions(addresses, first - sum(gap.index < first for gap in decoded.gaps))
+        unsure = [max(0, gap.index - first) for gap in decoded.gaps if gap.code != ErrorCode.OVERFLOW]
+        counted = _InstructionPositions(
+            addresses, first - sum(gap.index < first for gap in decoded.gaps), min(unsure, default=None)
+        )
         shared, volatile = self._sharing()
         values = ThreadValues(
             addresses,
@@ -257,12 +260,18 @@ def _check_pcs(source, positions: np.ndarray, rows: np.ndarray, names, addresses
 
 class _InstructionPositions:
     """Where the thread's N-th instruction (a recorder's count, from its first) is among the positions of
-    ``addresses`` (the trace from position ``first`` on, gaps as 0), ``before`` instructions ran before them."""
+    ``addresses`` (the trace from position ``first`` on, gaps as 0), ``before`` instructions ran before them.
 
-    def __init__(self, addresses: np.ndarray, before: int) -> None:
+    A recorder counts the instructions its trace holds: an overflow it made loses none of its counts.  Any other
+    gap (a decode error: a damaged or cut trace, code not in the image) lost instructions nobody counted, so the
+    counts after the first such gap (``unsure``: its position; 0 when one is before ``first``) name no position."""
+
+    def __init__(self, addresses: np.ndarray, before: int, unsure: int | None = None) -> None:
         self.instructions = np.flatnonzero(addresses)
         self.addresses = addresses
         self.before, self.count = before, len(addresses)
+        # the counts a recorder's states may name: the instructions before the first gap it did not make
+        self.placed = len(self.instructions) + 1 if unsure is None else int(np.searchsorted(self.instructions, unsure))
 
     def position(self, count: int) -> int | None:
         found = self.positions(np.array([count], dtype=np.int64))[0]
@@ -272,7 +281,7 @@ class _InstructionPositions:
         """The position of each count (the state before that instruction; after the last one: the end), -1 for
         those outside these positions."""
         local = counts.astype(np.int64) - self.before
-        inside = (local >= 0) & (local <= len(self.instructions))
+        inside = (local >= 0) & (local <= len(self.instructions)) & (local < self.placed)
         found = np.full(len(local), -1, dtype=np.int64)
         found[inside] = np.append(self.instructions, self.count)[local[inside]]
         return found
