@@ -101,8 +101,9 @@ def _dump(args):
 
 def _record(args):
     from .capture.ptrace_recorder.bundle_writer import check_outdir, write_bundle
+    from .capture.ptrace_recorder.ending_signals import ending_signals_held
     from .capture.ptrace_recorder.progress_line import RecordingProgress
-    from .capture.ptrace_recorder.recording import RecordOptions, ending_signals_held, record
+    from .capture.ptrace_recorder.recording import RecordOptions, record
 
     if not args.program:
         raise LldbTraceError("no program given: lldb-trace record -o OUTDIR -- PROGRAM [ARGS...]")

@@ -19,7 +19,6 @@ cannot show.
 import contextlib
 import os
 import signal
-import threading
 import time
 
 from ...bundle.model import ThreadStop
@@ -28,6 +27,7 @@ from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..encoder.timing_packets import clock_info
 from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group, vdso_image
 from . import core_snapshot, ptrace
+from .ending_signals import ending_signals_held, ending_signals_to
 from .program_checks import RecordError, resolve_program
 from .recorded import Recording, RecordOptions
 from .register_log import RegisterLog
@@ -345,24 +345,6 @@ class _Tracee:
         self.memory.close()
 
 
-@contextlib.contextmanager
-def _ctrl_c_ends(tracee):
-    """Ctrl-C ends the run cleanly instead of raising KeyboardInterrupt at a random point; so do SIGTERM and SIGHUP
-    (``timeout``, a closed terminal), which killed the recorder and left its temporary cores behind."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread gets signals
-        return
-    previous = {number: signal.signal(number, tracee.interrupt) for number in _ENDING_SIGNALS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-_ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
 def record(program, args=(), options=None, progress=None):
     """Record ``program`` and return a Recording (streams, ground truth, modules, stops).
 
@@ -383,27 +365,12 @@ def record(program, args=(), options=None, progress=None):
         if tracee.cores is not None:
             tracee.cores.start()
         tsc_zero = time.time_ns() - time.monotonic_ns() if options.tsc else None
-        with _ctrl_c_ends(tracee):
+        with ending_signals_to(tracee.interrupt):  # they end the run cleanly
             tracee.run()
     finally:
         tracee.close()
     with ending_signals_held():
         return _recording(tracee, path, args, options, vdso, tsc_zero, started)
-
-
-@contextlib.contextmanager
-def ending_signals_held():
-    """Once the run has ended, Ctrl-C, SIGTERM and SIGHUP wait until what it recorded is made whole (they killed
-    the recorder while it wrote the bundle: nothing written, no message)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in _ENDING_SIGNALS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def _recording(tracee, path, args, options, vdso, tsc_zero, started):
