@@ -188,12 +188,31 @@ def test_register_states_of_another_recording_are_refused(recorded, tmp_path):
     subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
     (states,) = (copy / "registers").iterdir()
     with np.load(states) as saved:
-        instructions, rows, names = saved["instruction"], saved["registers"].copy(), saved["names"]
+        instructions, rows, names, tid = saved["instruction"], saved["registers"].copy(), saved["names"], saved["tid"]
     rows[1000, list(names).index("rip")] += 1
-    states.write_bytes(register_states_bytes(instructions, rows))
+    states.write_bytes(register_states_bytes(int(tid[0]), instructions, rows))
     thread = api.open_bundle(copy / "trace.json").threads[0]
     with pytest.raises(ValuesError, match=r"at position 1000 rip is .* the states are of another recording"):
         thread.registers_at(5)
+
+
+def test_another_threads_register_states_are_refused_at_load(recorded, tmp_path):
+    """Each file names its thread: one given to another thread's entry passed every check where no core held that
+    thread at the same pc (a tester swapped two workers' files: 6,643 wrong values each).  A file written before
+    files named their thread is still read."""
+    _, bundle = recorded
+    copy = tmp_path / "b"
+    subprocess.run(["cp", "-r", str(bundle.parent), str(copy)], check=True)
+    (states,) = (copy / "registers").iterdir()
+    with np.load(states) as saved:
+        instructions, rows, names, tid = saved["instruction"], saved["registers"], saved["names"], saved["tid"]
+    states.write_bytes(register_states_bytes(int(tid[0]) + 1, instructions, rows, tuple(str(n) for n in names)))
+    problem = f"holds the registers of thread {int(tid[0]) + 1}, but the bundle gives it to thread {int(tid[0])}"
+    with pytest.raises(RegisterStatesError, match=problem):
+        api.open_bundle(copy / "trace.json")
+    with states.open("wb") as file:  # no tid: as the recorder wrote them before
+        np.savez_compressed(file, instruction=instructions, registers=rows, names=names)
+    assert api.open_bundle(copy / "trace.json").threads[0].registers_at(5000)["rsp"] is not None
 
 
 def test_register_states_the_cores_contradict_are_refused_at_load(recorded, tmp_path):
@@ -205,12 +224,13 @@ def test_register_states_the_cores_contradict_are_refused_at_load(recorded, tmp_
     (states,) = (copy / "registers").iterdir()
     with np.load(states) as saved:
         instructions, rows, names = saved["instruction"], saved["registers"].copy(), [str(n) for n in saved["names"]]
+        tid = int(saved["tid"][0])
     rows[:, names.index("rsp")] += 0x100
-    states.write_bytes(register_states_bytes(instructions, rows, tuple(names)))
+    states.write_bytes(register_states_bytes(tid, instructions, rows, tuple(names)))
     with pytest.raises(RegisterStatesError, match=r"its rsp is .* the states and the core are of different runs"):
         api.open_bundle(copy / "trace.json")
     keep = [k for k, name in enumerate(names) if name != "rip"]  # without rip nothing ties a state to the trace
-    states.write_bytes(register_states_bytes(instructions, rows[:, keep], tuple(names[k] for k in keep)))
+    states.write_bytes(register_states_bytes(tid, instructions, rows[:, keep], tuple(names[k] for k in keep)))
     with pytest.raises(RegisterStatesError, match="it has no rip"):
         api.open_bundle(copy / "trace.json")
 

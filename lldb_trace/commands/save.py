@@ -44,8 +44,8 @@ def _live_states(backend, tids):
     for tid in tids:
         states = backend.state_arrays(tid) if hasattr(backend, "state_arrays") else None
         if states is not None:
-            found[_registers_name(tid)] = lambda place, states=states: Path(place).write_bytes(
-                register_states_bytes(*states)
+            found[_registers_name(tid)] = lambda place, tid=tid, states=states: Path(place).write_bytes(
+                register_states_bytes(tid, *states)
             )
     return found
 

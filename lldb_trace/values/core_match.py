@@ -218,7 +218,7 @@ _UNMOVED = ("rbx", "rbp", "rsp", "r12", "r13", "r14", "r15")
 def _check_states(path, tid, start, end):
     """Register states of another run are refused: where the first state stands at the start core's pc, or the
     last at the end core's, the registers nothing there moves are the core's."""
-    instructions, rows, names = read_register_states(path)
+    instructions, rows, names = read_register_states(path, tid)
     first = rows[0] if len(rows) and instructions[0] == 0 else None  # a file of the trace's end holds no start
     for core, row in ((start, first), (end, rows[-1] if len(rows) else None)):
         thread = core.thread(tid) if core is not None and row is not None else None

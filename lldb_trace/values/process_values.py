@@ -225,7 +225,7 @@ class ProcessValues:
             return None
         else:
             try:
-                instructions, rows, names = read_register_states(path)
+                instructions, rows, names = read_register_states(path, tid)
             except RegisterStatesError as error:
                 raise ValuesError(str(error)) from None
         positions = counted.positions(instructions)

@@ -7,7 +7,8 @@ pointers through memory).  A thread's file (``registerStates`` in the bundle)
 is a NumPy ``.npz`` of two arrays: ``instruction`` (uint64, ascending: how
 many of the thread's instructions ran before the state, as in
 ``syscallResults``) and ``registers`` (uint64, one row per state, one column
-per name of ``names``, a TRACKED subset).
+per name of ``names``, a TRACKED subset), and ``tid`` (one uint64: the thread whose
+states they are; files written before it have none).
 """
 
 import io
@@ -24,14 +25,15 @@ class RegisterStatesError(LldbTraceError):
     """A register states file cannot be used."""
 
 
-def register_states_bytes(instructions, rows, names=TRACKED):
-    """The ``.npz`` bytes of the states ``rows`` (one per instruction count in ``instructions``)."""
+def register_states_bytes(tid, instructions, rows, names=TRACKED):
+    """The ``.npz`` bytes of thread ``tid``'s states ``rows`` (one per instruction count in ``instructions``)."""
     buffer = io.BytesIO()
     np.savez_compressed(
         buffer,
         instruction=np.asarray(instructions, dtype=np.uint64),
         registers=np.asarray(rows, dtype=np.uint64).reshape(len(instructions), len(names)),
         names=np.array(names),
+        tid=np.array([tid], dtype=np.uint64),
     )
     return buffer.getvalue()
 
@@ -39,13 +41,15 @@ def register_states_bytes(instructions, rows, names=TRACKED):
 MOST_STATES = 1 << 24  # rows a file may hold (the recorder keeps 250,000): a larger one is not unpacked
 
 
-def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """``(instructions, rows, names)`` of the file; one line naming the file and what is wrong otherwise."""
+def read_register_states(path: Path, tid: int | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """``(instructions, rows, names)`` of the file, which must be thread ``tid``'s where it names its thread; one
+    line naming the file and what is wrong otherwise."""
     try:
         _check_sizes(path)
         with np.load(path, allow_pickle=False) as arrays:
             instructions, rows, names = arrays["instruction"], arrays["registers"], arrays["names"]
             instructions, rows, names = np.array(instructions), np.array(rows), tuple(str(n) for n in names)
+            owner = np.array(arrays["tid"]) if "tid" in arrays.files else None
     except OSError as error:
         raise RegisterStatesError(f"cannot read the register states {path}: {error.strerror}") from None
     except (ValueError, KeyError, EOFError, TypeError, AttributeError, zipfile.BadZipFile):  # TypeError: a 0-d array
@@ -64,8 +68,15 @@ def read_register_states(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[str,
         problem = "its instruction counts are not ascending"
     elif "rip" not in names:
         problem = "it has no rip, which ties each state to the trace's instruction there"
+    elif owner is not None and (owner.dtype != np.uint64 or owner.shape != (1,)):
+        problem = "its tid is not one uint64"
     if problem:
         raise RegisterStatesError(f"{path} is not a register states file: {problem}; record again")
+    if owner is not None and tid is not None and int(owner[0]) != tid:
+        raise RegisterStatesError(
+            f"{path} holds the registers of thread {int(owner[0])}, but the bundle gives it to thread {tid}: name "
+            "each thread's own file in its registerStates, or remove it"
+        )
     return instructions, rows, names
 
 

@@ -55,5 +55,6 @@ class StateRing:
                 where = traced[tid](states[0])
                 kept = where >= 0
                 if kept.any():
-                    found[tid] = register_states_bytes(where[kept].astype(np.uint64), states[1][kept], names=TRACKED)
+                    instructions = where[kept].astype(np.uint64)
+                    found[tid] = register_states_bytes(tid, instructions, states[1][kept], names=TRACKED)
         return found
