@@ -41,6 +41,7 @@ from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
 from .traced_thread import TracedThread
 from .values.accesses import MAX_SIZE, accesses
+from .values.core_match import thread_end
 from .values.machine_state import TRACKED
 from .values.process_values import values_of
 
@@ -206,8 +207,8 @@ class ThreadTrace(TracedThread):
         stop = self.process_trace.thread_stop(self.tid)
         if stop is not None and stop.pc is not None:
             return stop.pc
-        stood = self.process_trace.end_ip(self.tid)
-        return stood if stood != self.history.pc_at(self.item_count - 1) else None
+        end = thread_end(self.process_trace, self.tid)
+        return end.stands if end is not None else None
 
     def read_memory_at(self, index: int | None, address: int, size: int) -> tuple[bytes, bytes]:
         """``(data, mask)``: ``size`` bytes at ``address`` at item ``index`` (None: the position); ``mask`` is

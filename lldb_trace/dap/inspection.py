@@ -66,11 +66,12 @@ def stack_trace(session, arguments):
     start, levels = arguments.integer("startFrame", 0), arguments.integer("levels", 0)
     total = thread.GetNumFrames()
     end = total if levels == 0 else min(total, start + levels)
-    return {"stackFrames": [_frame(session, thread, k) for k in range(start, end)], "totalFrames": total}
+    given = _given_pcs(session, thread)
+    return {"stackFrames": [_frame(session, thread, k, given) for k in range(start, end)], "totalFrames": total}
 
 
-def _frame(session, thread, index):
-    frame = _standing_frame(session, thread, index)
+def _frame(session, thread, index, given):
+    frame = _standing_frame(session, thread, index, given)
     pc = frame.GetPC()
     name = frame.GetDisplayFunctionName() or f"{frame.GetModule().GetFileSpec().GetFilename()}`0x{pc:x}"
     shown = {
@@ -95,19 +96,24 @@ def _frame(session, thread, index):
     return shown
 
 
-def _standing_frame(session, thread, index):
-    """What frame ``index`` shows: its SBFrame, or for a frame of the trace's calls past the first, the symbol
-    context at the pc the plugin gave it.  LLDB finds an SBFrame again by its function and frame address, which
-    those frames lack: each of a recursion's callers came back as frame 0 (its pc, its line)."""
-    frame = thread.GetFrameAtIndex(index)
+def _given_pcs(session, thread):
+    """The pcs the plugin gave the trace's frames of ``thread``, innermost first; None where LLDB numbers the frames
+    its own way (a core's unwinding, frames of inlined code it added) or no history is shown."""
     target = session.target()
-    if not index or not shows_history(target) or not frame.IsSynthetic():
+    if not shows_history(target):
+        return None
+    given = [pc for _frame, pc in shown_frames(target, history_of(target, thread.GetThreadID()))]
+    return given if len(given) == thread.GetNumFrames() else None
+
+
+def _standing_frame(session, thread, index, given):
+    """What frame ``index`` shows: its SBFrame, or for a frame of the trace's calls past the first, the symbol
+    context at the pc the plugin gave it (``given``: _given_pcs).  LLDB finds an SBFrame again by its function and
+    frame address, which those frames lack: each of a recursion's callers came back as frame 0 (its pc, its line)."""
+    frame = thread.GetFrameAtIndex(index)
+    if not index or given is None or not frame.IsSynthetic():
         return frame
-    history = history_of(target, thread.GetThreadID())
-    given = [pc for _frame, pc in shown_frames(target, history)]
-    if len(given) != thread.GetNumFrames():  # LLDB added frames of inlined code: its own numbering
-        return frame
-    return _AtAddress(target, given[index])
+    return _AtAddress(session.target(), given[index])
 
 
 class _AtAddress:
@@ -135,14 +141,15 @@ class _AtAddress:
 
 
 def frame_of(session, frame_id):
-    """The SBFrame a frame id names, with its thread and the thread's frame selected (as a console command sees)."""
+    """``(SBFrame, its index)`` a frame id names, with its thread and the thread's frame selected (as a console
+    command sees)."""
     tid, index = session.handles.get(frame_id, "frame id", FrameId)
     thread = session.thread(tid)
     frame = thread.GetFrameAtIndex(index)
     if not frame.IsValid():
         raise RequestError(f"frame id {frame_id} names no frame now")
     thread.SetSelectedFrame(index)
-    return frame
+    return frame, index
 
 
 def _outer_traced(session, frame, index):
@@ -153,7 +160,7 @@ def _outer_traced(session, frame, index):
 
 def scopes(session, arguments):
     frame_id = arguments.integer("frameId")
-    frame, index = frame_of(session, frame_id), session.handles.get(frame_id, "frame id", FrameId).index
+    frame, index = frame_of(session, frame_id)
     no_registers = f"frame #{index} of the trace's calls has no registers (a trace records frame #0's)"
     locals_ = (
         (lambda: [("(not known)", no_registers)])
@@ -250,10 +257,9 @@ def evaluate(session, arguments):
     context (the protocol makes it optional) it is an expression: only the console's lines run commands."""
     text = arguments.string("expression")
     context = arguments.string("context", "watch")
-    frame = frame_of(session, arguments.integer("frameId")) if "frameId" in arguments else None
+    frame, index = frame_of(session, arguments.integer("frameId")) if "frameId" in arguments else (None, 0)
     if context == "repl" and console.is_command(session, text, frame):
         return console.run(session, text.removeprefix("`"))
-    index = session.handles.get(arguments.integer("frameId"), "frame id", FrameId).index if frame else 0
     if frame is not None and _outer_traced(session, frame, index):
         raise RequestError(f"{text} is not known: frame #{index} of the trace's calls has no registers (select #0)")
     if frame is None:

@@ -11,14 +11,17 @@ address): where LLDB's frames are not there, the position is shown with the
 trace's frames, as where registers are missing.
 """
 
+import weakref
+
 from . import histories
 
-_refused: dict[int, set[tuple[int, int]]] = {}  # id(ProcessTrace) -> {(tid, position)} LLDB unwound wrongly
+# ProcessTrace -> {(tid, position)} LLDB unwound wrongly; forgotten with the trace (an id() a later one may reuse)
+_refused: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def refused(trace, tid, position):
     """Whether LLDB's unwinding at thread ``tid``'s ``position`` disagreed with the trace (check)."""
-    return (tid, position) in _refused.get(id(trace), ())
+    return (tid, position) in _refused.get(trace, ())
 
 
 def disagrees(target, tid):
@@ -37,7 +40,7 @@ def disagrees(target, tid):
         if trace_pc is None:
             break
         if lldb_pc != trace_pc:
-            _refused.setdefault(id(trace), set()).add((tid, history.position))
+            _refused.setdefault(trace, set()).add((tid, history.position))
             return True
     return False
 
