@@ -23,6 +23,14 @@ where a pin says it, at that state alone: its accesses are not laid out.
 from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 
+_SHIFT = 32  # a generation's key: its byte shifted, and its start + 1 below (an int: a tuple per byte was
+# millions of objects for Python's collector to walk, and slower to hash)
+
+
+def generation_key(byte, start):
+    """The key of the byte's generation that begins at instruction ``start`` (-1: before the window)."""
+    return (byte << _SHIFT) | (start + 1)
+
 
 class Generations:
     """``barriers``: sorted instructions after which no byte is known to be what it was; ``writes``: byte ->
@@ -37,8 +45,10 @@ class Generations:
         self.pins, self.poison, self.found, self.wake = pins, poison, found, wake
         self.constant = constant  # byte -> the value of code and constants, which no instruction writes
         self.crossing = crossing  # barrier -> (size, value) of its one write at an unknown address, or None
-        self.values = {}  # (byte, generation start) -> value
-        self.users = defaultdict(list)  # (byte, generation start) -> accesses reading or starting it
+        self.values = {}  # generation_key -> value
+        # generation_key -> the accesses reading or starting it: one access (a tuple), or a list of them (most
+        # generations have one user: a list each was a tenth of the window's memory)
+        self.users = {}
         self.seen = set()  # bytes whose pinned values are in
         self.barrier_set = set(barriers)
         self.ending = defaultdict(list)  # barrier -> the loads whose bytes' generations it ends
@@ -126,7 +136,14 @@ class Generations:
                     start = writes[w - 1]
                 if w < len(writes) and writes[w] <= end:
                     end, ending = writes[w], False
-            users[(byte, start)].append(access)
+            key = (byte << _SHIFT) | (start + 1)
+            found = users.get(key)
+            if found is None:
+                users[key] = access
+            elif type(found) is list:
+                found.append(access)
+            else:
+                users[key] = [found, access]
             if common is None:
                 common = end
             elif common != end:
@@ -158,7 +175,7 @@ class Generations:
                 for access in self.at.get(i, ()):
                     met.update(range(access[3], access[3] + access[4]))
             for byte in met:
-                if (byte, barrier) in self.users or (byte, barrier) in self.values:
+                if generation_key(byte, barrier) in self.users or generation_key(byte, barrier) in self.values:
                     self._merge(byte, barrier, pending)
             self._end_again(barrier, pending)  # the generations of the loads it ended run on past it now
         for access in pending:
@@ -166,13 +183,14 @@ class Generations:
 
     def _merge(self, byte, barrier, pending):
         """Joins the byte's generation that began at ``barrier`` (no barrier now) to the one before."""
-        old = (byte, barrier)
+        old = generation_key(byte, barrier)
         if barrier in self._writes_of(byte):
             return  # the instruction writes this byte: its generation still begins there
         start = self._start(byte, barrier, self._barrier_before(barrier))
         self.pinned[start].add(byte)  # its value may be a pin's: a later patch must find it
-        users = self.users.pop(old, [])
-        self.users[(byte, start)].extend(users)
+        users = self._users_of(self.users.pop(old, None))
+        new = generation_key(byte, start)
+        self.users[new] = [*self._users_of(self.users.get(new)), *users]  # made even if empty: patch looks for it
         pending.update(users)  # they may learn what the generation before knew
         value = self.values.pop(old, None)
         if value is not None:  # what it knew, the generation before knows (state barrier is in it)
@@ -200,6 +218,13 @@ class Generations:
             return None
         return end
 
+    @staticmethod
+    def _users_of(found):
+        """A ``users`` entry (or None) as a sequence of accesses."""
+        if found is None:
+            return ()
+        return found if type(found) is list else (found,)
+
     def crossed(self, barrier):
         """The value of ``barrier``'s write is known now: the loads before it may see through it."""
         for access in self.ending.get(barrier, ()):
@@ -211,20 +236,21 @@ class Generations:
         byte's generation there begins."""
         if barrier is None:
             barrier = self._barrier_before(state)
-        key = (byte, self._start(byte, state, barrier))
+        start = self._start(byte, state, barrier)
+        key = (byte << _SHIFT) | (start + 1)
         if key in self.poison:
-            return key[1]
+            return start
         current = self.values.get(key)
         if current is None:
             current = self.constant(byte)
         if current == value:
-            return key[1]
+            return start
         if current is not None:
             self.found.add(key)
-            return key[1]
+            return start
         self.values[key] = value
-        woken = [*self.users.get(key, ())]
-        for access in self.ending.get(key[1], ()):  # a generation after a barrier: the loads before may see through
+        woken = [*self._users_of(self.users.get(key))]
+        for access in self.ending.get(start, ()):  # a generation after a barrier: the loads before may see through
             if access[3] <= byte < access[3] + access[4]:
                 woken.append(access)
         if pending is None:
@@ -232,7 +258,7 @@ class Generations:
                 self._check(access)
         else:
             pending.update(woken)
-        return key[1]
+        return start
 
     def fact(self, access, value):
         """What an instruction says its access read or wrote."""
@@ -263,7 +289,7 @@ class Generations:
         state = i + 1 if kind == "w" else i
         data, barrier = [], self._barrier_before(state)
         for byte in range(address, address + size):
-            key = (byte, self._start(byte, state, barrier))
+            key = (byte << _SHIFT) | (self._start(byte, state, barrier) + 1)
             value = self.values.get(key)
             if value is None and key not in self.poison:
                 value = self.constant(byte)
@@ -300,8 +326,9 @@ class Generations:
         if self.volatile and self._volatile(byte):
             return next((value for at, read in self.pins if at == state and (value := read(byte)) is not None), None)
         start, end = self.generation(byte, state)
-        value = self.values.get((byte, start))
-        if value is not None or (byte, start) in self.poison:
+        key = generation_key(byte, start)
+        value = self.values.get(key)
+        if value is not None or key in self.poison:
             return value
         value = self.constant(byte)
         if value is not None:
