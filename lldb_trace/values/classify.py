@@ -17,7 +17,16 @@ from dataclasses import replace
 import capstone
 from capstone import x86
 
-from .effects import STATE_AREA_BOUND, STRING_AREA_BOUND, BitString, MemRef, Operand, StateArea, StringArea
+from .effects import (
+    STATE_AREA_BOUND,
+    STRING_AREA_BOUND,
+    Address32,
+    BitString,
+    MemRef,
+    Operand,
+    StateArea,
+    StringArea,
+)
 from .registers import DF, FS_BASE, GPRS, GS_BASE, RAX, RBP, RCX, RDI, RDX, RFLAGS, RSI, RSP, VECTOR, VECTORS
 from .vector import vector_copy, vectors_named, zero_upper
 
@@ -77,6 +86,7 @@ FLAGS_DEFINED = frozenset(("adc", "sbb", "cmpxchg", "xadd", "cld", "std", "clc",
 # What changes the direction flag in user mode (registers.DF); cld and std set it to these.
 DIRECTION_WRITERS = frozenset(("cld", "std", "popf", "popfw", "popfd", "popfq", "iret", "iretd", "iretq"))
 DIRECTION_SET = {"cld": 0, "std": 1}
+_STACK_BRANCHES, _OPERAND_SIZE = frozenset(("call", "ret", "leave")), 0x66  # with the operand-size prefix: 16 bits
 _CONDITIONS = ("o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
 
 
@@ -109,6 +119,8 @@ def classify(effect, insn, untracked, repeated):
         effect.operands = (target,)
         effect.accesses = (("r", MemRef(RSP, None, 1, 0, None), 8),)
         effect.kind, effect.writes, effect.reads = "pop", rsp | {target.reg[0]}, rsp
+    elif mnemonic in _STACK_BRANCHES and insn.prefix[2] == _OPERAND_SIZE:
+        _opaque(effect, insn, vetted=False)  # 16 bits: leave pops 2 bytes into bp; AMD's ret and call too
     elif capstone.CS_GRP_CALL in insn.groups and mnemonic == "call":
         effect.accesses = (*effect.accesses, ("w", MemRef(RSP, None, 1, -8, None), 8))
         effect.kind, effect.writes, effect.reads = "call", rsp, effect.reads | rsp
@@ -163,7 +175,9 @@ def classify(effect, insn, untracked, repeated):
         effect.kind = "generic"
         effect.writes |= _MISSED_WRITES.get(mnemonic, frozenset())
         _destination_written(effect)
-        if mnemonic in _BIT_TESTS and shape == ("mem", "reg"):
+        if mnemonic in _BIT_TESTS and shape == ("mem", "reg") and type(operands[0].ref) is Address32:
+            _opaque(effect, insn, vetted=False)  # the word it picks, in 32 bits: not followed
+        elif mnemonic in _BIT_TESTS and shape == ("mem", "reg"):
             _bit_string(effect)
     else:
         _opaque(effect, insn, vetted=mnemonic in _OPAQUE_WRITES or _is_vector(insn))
@@ -177,7 +191,10 @@ def classify(effect, insn, untracked, repeated):
 
 def _string_areas(effect, repeated):
     """A movs's or stos's accesses as the areas they span (a barrier where a segment override names others)."""
-    if any(ref is None or ref.segment is not None or ref.index is not None for _, ref, _ in effect.accesses):
+    if any(
+        ref is None or ref.segment is not None or ref.index is not None or type(ref) is Address32
+        for _, ref, _ in effect.accesses
+    ):  # (rdi and rsi as 32 bits under an address-size prefix)
         effect.barrier = True
         return
     element = {"b": 1, "w": 2, "d": 4, "q": 8}[effect.mnemonic[-1]]
@@ -216,6 +233,8 @@ def _state_area(effect):
     kind = "r" if restore else "w"
     if effect.mnemonic.startswith(("fxsave", "fxrstor")):
         effect.accesses = ((kind, first.ref, 512),)
+    elif type(first.ref) is Address32:  # an xsave area addressed in 32 bits: not followed
+        effect.barrier = effect.mnemonic in _STATE_SAVES
     else:
         ref = first.ref
         compacted = effect.mnemonic.startswith(("xsavec", "xsaves"))

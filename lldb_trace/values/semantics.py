@@ -13,6 +13,8 @@ paths compute it.
 No lldb here; capstone only.
 """
 
+from dataclasses import replace
+
 import capstone
 from capstone import x86
 
@@ -21,6 +23,7 @@ from .effects import Address32, Effect, MemRef, Operand
 from .registers import DF, FS_BASE, GS_BASE, MASK64, RFLAGS, RIP, SEGMENTS, SLICES, all_lanes, read_slice
 
 STATUS_FLAGS = 0x8D5  # CF PF AF ZF SF OF
+_SEGMENT_BASES = {"fs": FS_BASE, "gs": GS_BASE}  # loading the selector sets the base (to what, the GDT says)
 
 
 def _reference(insn, operand):
@@ -44,7 +47,7 @@ def _reference(insn, operand):
         if number is None:  # a gather's or scatter's vector index: no one address
             return None
         index, wide = number, wide and width == 64
-    segment = {"fs": FS_BASE, "gs": GS_BASE}.get(insn.reg_name(mem.segment)) if mem.segment else None
+    segment = _SEGMENT_BASES.get(insn.reg_name(mem.segment)) if mem.segment else None
     return (MemRef if wide else Address32)(base, index, mem.scale, disp, segment)
 
 
@@ -63,6 +66,8 @@ def decode(address, code, cs):
             piece = SLICES.get(name)
             if piece is None:
                 untracked |= name not in SEGMENTS
+                if operand.access & capstone.CS_AC_WRITE and name in _SEGMENT_BASES:  # mov fs, ax: a new base
+                    writes.add(_SEGMENT_BASES[name])
                 operands.append(Operand("untracked", width=width))
                 continue
             reads.add(piece[0])  # a partial write keeps the rest: the old value is an input too
@@ -73,6 +78,8 @@ def decode(address, code, cs):
             operands.append(Operand("imm", imm=operand.imm & MASK64, width=width))
         elif operand.type == x86.X86_OP_MEM:
             ref = _reference(insn, operand)
+            if ref is not None and mnemonic == "lea":  # an effective address: no segment base is added
+                ref = replace(ref, segment=None)
             if ref is None:
                 untracked = True
             else:

@@ -17,7 +17,7 @@ Masked, broadcast or rounding forms are not plain copies: opaque.
 
 from capstone import x86
 
-from .effects import MemRef, Operand
+from .effects import Address32, MemRef, Operand
 from .registers import LANES, SLICES, VECTOR, lanes, vector_number
 
 _COPIES = frozenset(("movaps", "movups", "movapd", "movupd", "movdqa", "movdqu", "lddqu", "vmovaps", "vmovups",
@@ -52,6 +52,8 @@ def vector_copy(effect, insn):
         return False
     if mnemonic in _ZEROING:
         return _zeroing(effect, insn)
+    if any(type(operand.ref) is Address32 for operand in effect.operands if operand.kind == "mem"):
+        return False  # its lanes would be addressed in 64 bits: computed nothing, as other vector instructions
     if len(insn.operands) != 2 or (mnemonic not in _COPIES and mnemonic not in _NARROW):
         return False
     destination, source = (_operand(insn, *pair) for pair in zip(insn.operands, effect.operands, strict=True))
