@@ -62,16 +62,16 @@ def keep_known_states(session, start_core):
     process = session.target.GetProcess()
     values = values_of(session.trace)
     values.live_end = lambda tid: live_state(process, tid)
-    values.live_shared = lambda: _shared_mappings(process.GetProcessID())
+    values.live_shared = lambda: _mappings(process.GetProcessID())
     if hasattr(session.backend, "state_arrays"):  # the software recorder reads the registers at each stop
         values.live_states = session.backend.state_arrays
     if start_core is not None:
         session.trace.process = replace(session.trace.process, start_core_file=start_core)
 
 
-def _shared_mappings(pid):
-    """The live process's MAP_SHARED mappings, [(start, end, path)] (none once it is gone: no end state then)."""
+def _mappings(pid):
+    """The live process's mappings, [(start, end, path, perms)] (none once it is gone: no end state then)."""
     try:
-        return [(mapping.start, mapping.end, mapping.path) for mapping in read_maps(pid) if "s" in mapping.perms]
+        return [(mapping.start, mapping.end, mapping.path, mapping.perms) for mapping in read_maps(pid)]
     except OSError:
         return []

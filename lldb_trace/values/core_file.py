@@ -86,9 +86,9 @@ class _Load:
 
 class CoreFile:
     """An opened core (see :func:`open_core`): ``path``, ``pid``, ``threads`` (in the core's order), ``siginfo``,
-    ``mapped_files``, ``writable`` (the writable mappings' [(start, end)], dumped or not), ``unheld`` (the
-    read-only data ones it holds no byte of: [vvar], guard pages, files' unchanged pages); ``read`` and
-    ``build_id_at`` read the memory it holds, ``state`` gives a MachineState."""
+    ``mapped_files``, ``mapped`` (every mapping's [(start, end)], dumped or not), ``unheld`` (the read-only data
+    ones it holds no byte of: [vvar], guard pages, files' unchanged pages); ``read`` and ``build_id_at`` read the
+    memory it holds, ``state`` gives a MachineState."""
 
     def __init__(self, path, pid, threads, siginfo, mapped_files, loads, data, mappings=()):
         self.path = path
@@ -97,7 +97,7 @@ class CoreFile:
         self.siginfo = siginfo
         self.mapped_files = mapped_files
         # ``mappings``: every PT_LOAD's (start, end, bytes held, flags)
-        self.writable = [(low, high) for low, high, _, flags in mappings if flags & _PF_W]
+        self.mapped = [(low, high) for low, high, _, _ in mappings]  # every mapping's, held or not
         self.unheld = [  # nor code
             (low, high)
             for low, high, held, flags in mappings

@@ -27,7 +27,7 @@ from .core_match import cut_off
 from .machine_state import TRACKED
 from .patched_code import patched_pages, without_pages
 from .register_states import RegisterStatesError, read_register_states
-from .shared_mappings import rseq_areas, shared_spans
+from .shared_mappings import live_shared_spans, rseq_areas, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class ProcessValues:
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
-        self.live_shared: Callable[[], list] | None = None  # a live process's shared mappings: (start, end, path)
+        self.live_shared: Callable[[], list] | None = None  # a live process's mappings: (start, end, path, perms)
 
     @property
     def end_core(self) -> CoreFile | None:
@@ -183,7 +183,7 @@ class ProcessValues:
             modules = self.process_trace.process.modules
             untraced = any(len(core.threads) > 1 for core in cores) or bool(self.process_trace.process.untraced_threads)
             ring = any(mapping.path.endswith(IO_URING) for core in cores for mapping in core.mapped_files)
-            spans = shared_spans(cores, [path for module in modules for path in (module.system_path, module.path)])
+            spans = shared_spans(cores, self._module_spans(), self.end_core)
             states = [self.end_state(tid) for tid in self.process_trace.tids]
             states += [core.state(thread.tid) for core in (self.start_core,) if core for thread in core.threads]
             known = [state for state in states if state is not None]
@@ -193,8 +193,13 @@ class ProcessValues:
             self._known_sharing = (untraced or ring, spans)
         shared, spans = self._known_sharing
         live = self.live_shared() if self.live_shared is not None else []
-        shared = shared or len(self.process_trace.tids) > 1 or any(path.endswith(IO_URING) for *_, path in live)
-        return shared, [*spans, *((start, end) for start, end, _ in live)]
+        shared = shared or len(self.process_trace.tids) > 1 or any(path.endswith(IO_URING) for _, _, path, _ in live)
+        return shared, [*spans, *(live_shared_spans(live, self._module_spans()) if live else ())]
+
+    def _module_spans(self) -> list:
+        """The traced modules as shared_mappings takes them: [(file paths, load address, size)]."""
+        modules = self.process_trace.process.modules
+        return [((module.system_path, str(module.path)), module.load_address, module.size) for module in modules]
 
     def _syscalls(self, tid: int, counted: _InstructionPositions) -> dict[int, SyscallResult]:
         """The recorded system calls' results, by position."""

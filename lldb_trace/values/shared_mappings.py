@@ -1,18 +1,23 @@
-"""Memory another process may write while the traced thread runs: the shared mappings a core lists.
+"""Memory another process may write while the traced thread runs: the shared mappings, as a core lists them.
 
 A ``MAP_SHARED`` mapping (shared anonymous memory, a memfd, POSIX or System V
 shared memory, a file mapped shared) can change between any two instructions
 of the traced thread: another process writes it, or this one does through
-another mapping of the same memory.  So nothing the trace shows of it carries
-from one position to another (generations.py: *volatile* bytes).  A core does
-not say which mappings are shared, but each shared one is backed by a file
-(shared anonymous memory by a deleted shmem file, ``/dev/zero (deleted)``), so
-the core's NT_FILE note lists it.  A writable file mapping that is none of the
-traced modules' files is taken for a shared one: a private one (a data file
-mapped for writing) is taken too, which loses its values but never shows a
-wrong one.  So is a read-only mapping the core holds no byte of and no file
-backs: the kernel's [vvar] page, whose clock data changes under the vdso's
-loads (kernels and our recorder dump none of it), and guard pages nothing reads.
+another mapping of the same memory or a ``write`` to the file.  So nothing the
+trace shows of it carries from one position to another (generations.py:
+*volatile* bytes).  A core does not say which mappings are shared, but each
+shared one is backed by a file (shared anonymous memory by a deleted shmem
+file, ``/dev/zero (deleted)``), so the core's NT_FILE note lists it.  Every
+file mapping that is not a traced module's own (its file, within its load
+span) is taken for a shared one, whatever its permissions: one this process
+maps read-only another may write, and a private one's pages follow the file
+until first written.  A private data file's values are lost so, never shown
+wrong.  So is a read-only mapping the core holds no byte of and no file backs:
+the kernel's [vvar] page, whose clock data changes under the vdso's loads
+(kernels and our recorder dump none of it), and guard pages nothing reads.
+Memory no mapping of the end core holds was unmapped before the end (or
+never mapped): it may have been a shared mapping meanwhile, so it is taken
+for one too.
 
 The kernel writes one more area behind a thread's back: its rseq area (glibc
 2.35 on registers one for every thread, ``__rseq_size`` bytes at the thread
@@ -26,22 +31,57 @@ from ..elf_info import ElfInfo, NotAnElfError
 
 _RSEQ_SYMBOLS = ("__rseq_offset", "__rseq_size")
 _RSEQ_AREA = 32  # struct rseq: what the kernel may write, whatever __rseq_size says
+_PAGE = 4096
+_TOP = 1 << 64
 
 
-def shared_spans(cores, module_paths):
-    """``[(low, high)]``, sorted and disjoint: the memory of the writable file mappings that ``cores`` (CoreFiles,
-    None skipped) list and no module file of ``module_paths`` backs."""
-    modules = {_file_name(path) for path in module_paths if path}
+def shared_spans(cores, modules, end=None):
+    """``[(low, high)]``, sorted and disjoint: the memory of the file mappings that ``cores`` (CoreFiles, None
+    skipped) list and that are none of ``modules``' ([(file paths, load address, size)]), the read-only ones
+    they hold nothing of and no file backs, and the memory no mapping of the ``end`` core holds."""
     spans = []
     for core in cores:
         for mapped in core.mapped_files if core is not None else ():
-            writable = any(low < mapped.end and mapped.start < high for low, high in core.writable)
-            if writable and _file_name(mapped.path) not in modules:
+            if not _module_mapping(mapped.path, mapped.start, mapped.end, modules):
                 spans.append((mapped.start, mapped.end))
         for low, high in core.unheld if core is not None else ():
             if not any(low < mapped.end and mapped.start < high for mapped in core.mapped_files):
                 spans.append((low, high))
+    if end is not None:
+        spans += unmapped(end.mapped)
     return disjoint(spans)
+
+
+def live_shared_spans(mappings, modules):
+    """The same for a live process's mappings ([(start, end, path, perms)], /proc/PID/maps): its shared ones,
+    the file mappings no module backs, and the memory none holds."""
+    spans = [
+        (start, end)
+        for start, end, path, perms in mappings
+        if "s" in perms or (path.startswith("/") and not _module_mapping(path, start, end, modules))
+    ]
+    return disjoint([*spans, *unmapped([(start, end) for start, end, *_ in mappings])])
+
+
+def unmapped(mapped):
+    """The gaps between the ``mapped`` spans, over the whole address space."""
+    gaps, last = [], 0
+    for low, high in disjoint(mapped):
+        if low > last:
+            gaps.append((last, low))
+        last = max(last, high)
+    return [*gaps, (last, _TOP)] if last < _TOP else gaps
+
+
+def _module_mapping(path, start, end, modules):
+    """Whether ``[start, end)``, a mapping of the file at ``path``, is a traced module's: the same file name (a
+    bundle's copy, or /lib for /usr/lib), within the module's load span."""
+    name = _file_name(path)
+    for paths, load_address, size in modules:
+        high = load_address + -(-size // _PAGE) * _PAGE
+        if load_address <= start and end <= high and any(other and _file_name(other) == name for other in paths):
+            return True
+    return False
 
 
 def disjoint(spans):

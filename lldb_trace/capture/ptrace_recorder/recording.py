@@ -27,6 +27,7 @@ from ..encoder.thread_recorder import RecorderOptions, ThreadRecorder
 from ..encoder.timing_packets import clock_info
 from ..process_view import ModuleMap, ProcessMemory, caught_signals, thread_group, vdso_image
 from . import core_snapshot, ptrace
+from .created_tasks import shares_memory
 from .ending_signals import ending_signals_held, ending_signals_to
 from .program_checks import RecordError, resolve_program
 from .recorded import Recording, RecordOptions
@@ -62,7 +63,7 @@ class _Tracee:
         self.recorders = {}
         self.finished = {}
         self.free = set()  # live threads not recorded
-        self.untraced_threads = []  # every thread not recorded (--threads main), ended or not
+        self.untraced_threads = []  # every task not recorded in this memory (--threads main, CLONE_VM), ended or not
         self.children = []  # processes the program created, let go to run untraced
         self.early = set()  # new processes whose first stop came before their creator's event
         self.patched = None  # (address, original word) of the breakpoint at main, while it is set
@@ -204,6 +205,9 @@ class _Tracee:
         new = ptrace.event_message(tid)
         if event == ptrace.PTRACE_EVENT_CLONE and self._ours(new):
             new_thread(new)
+        elif shares_memory(tid, event):  # a process in this memory: it may write what the threads read
+            self.untraced_threads.append(new)
+            self._let_go(new, copied=False)
         else:
             self._let_go(new, copied=event == ptrace.PTRACE_EVENT_FORK)
 
