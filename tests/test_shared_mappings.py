@@ -13,6 +13,7 @@ from elftools.elf.elffile import ELFFile
 from support.paths import SOURCES
 
 from lldb_trace import api
+from lldb_trace.values import process_values
 from lldb_trace.values.core_file import MappedFile
 from lldb_trace.values.shared_mappings import shared_spans
 
@@ -179,6 +180,31 @@ def test_a_process_sharing_the_memory_is_named_and_its_writes_are_not_carried_ba
     (shown,) = api.open_bundle(folder / "end_only.json").threads
     (truth,) = api.open_bundle(folder / "trace.json").threads
     for position in range(truth.item_count + 1):
+        recorded_there = truth.registers_at(position)
+        for name, value in shown.registers_at(position).items():
+            assert value in (None, recorded_there[name]), (position, name)
+
+
+def test_a_task_started_before_a_long_traces_tail_makes_its_memory_shared(tmp_path, monkeypatch):
+    """The recovery covers a long trace's last MOST_POSITIONS positions only, and looked for a clone there only:
+    clone_vm_child.c recorded from its first instruction (its constructor's clone in the trace), with no bundle
+    key naming the child and the tail cut short of the clone, showed the child's value before its write."""
+    binary = tmp_path / "clone_vm_child"
+    source = SOURCES / "clone_vm_child.c"
+    subprocess.run(["gcc", "-O0", "-g", "-static", "-o", str(binary), str(source)], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "--from-start", "-o", str(tmp_path / "rec"), "--"]
+    subprocess.run([*command, str(binary)], capture_output=True, timeout=300, check=True)
+    bundle = json.loads((tmp_path / "rec" / "trace.json").read_text())
+    for process in bundle["processes"]:  # as a perf.data and its core give it
+        del process["untracedThreads"], process["startCoreFile"]
+        for thread in process["threads"]:
+            del thread["syscallResults"], thread["registerStates"]
+    (tmp_path / "rec" / "unnamed.json").write_text(json.dumps(bundle))
+    monkeypatch.setattr(process_values, "MOST_POSITIONS", 400)  # the clone is some 550 positions from the end
+    (shown,) = api.open_bundle(tmp_path / "rec" / "unnamed.json").threads
+    (truth,) = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    assert shown.values().values.shared
+    for position in range(truth.item_count - 400, truth.item_count + 1):
         recorded_there = truth.registers_at(position)
         for name, value in shown.registers_at(position).items():
             assert value in (None, recorded_there[name]), (position, name)

@@ -29,6 +29,7 @@ from .patched_code import patched_pages, without_pages
 from .register_states import RegisterStatesError, read_register_states
 from .shared_mappings import live_shared_spans, rseq_areas, shared_spans
 from .syscall_file import SyscallResultsError, read_syscall_results
+from .thread_creation import head_windows
 
 if TYPE_CHECKING:
     from ..process_trace import ProcessTrace
@@ -149,6 +150,7 @@ class ProcessValues:
             addresses, first - sum(gap.index < first for gap in decoded.gaps), min(unsure, default=None)
         )
         shared, volatile = self._sharing()
+        shared = shared or (first > 0 and self._created_before(decoded, first))
         values = ThreadValues(
             addresses,
             self._read_code(),
@@ -162,6 +164,20 @@ class ProcessValues:
             volatile=volatile,
         )
         return TailValues(values, first) if first else values
+
+    def _created_before(self, decoded, first: int) -> bool:
+        """Whether the thread may have started a task sharing its memory before position ``first``: in a long
+        trace's head, which the recovery does not cover (and so does not look at for one)."""
+        from .recovery import ThreadValues
+
+        read = self._read_code()
+        expander = self.process_trace.expander
+        windows = head_windows(decoded, expander, first, read, ThreadValues([], read)._effect)
+        if not windows:
+            return False
+        joined = [address for window in windows for address in (*window, 0)]  # a 0 between: nothing carries
+        ends = np.cumsum([len(window) + 1 for window in windows]) - 2  # each window's syscall
+        return ThreadValues(joined, read).first_creation(ends.tolist()) is not None
 
     def _read_code(self) -> Callable[[int, int], bytes]:
         """The module files' code and constants, but on the pages a core shows the program changed (patched_code)."""

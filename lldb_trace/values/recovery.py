@@ -274,15 +274,21 @@ class ThreadValues:
         """Whether window ``number``'s memory may change behind this thread: ``shared_memory``, or this thread may
         have started one that shares it at or before the window (thread_creation.py)."""
         if self._first_shared is None:
-            position = first_creation(
-                self.addresses,
-                self._read_code,
-                lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
-                lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
-                lambda p: self._recorded.at(p) if self._recorded is not None else None,
-            )
+            position = self.first_creation()
             self._first_shared = self.chunks if position is None else position // CHUNK
         return self.shared or number >= self._first_shared
+
+    def first_creation(self, at=None):
+        """The first position whose ``syscall`` may start a task sharing this thread's memory (of positions ``at``,
+        or any), or None."""
+        return first_creation(
+            self.addresses,
+            self._read_code,
+            lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
+            lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
+            lambda p: self._recorded.at(p) if self._recorded is not None else None,
+            at,
+        )
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

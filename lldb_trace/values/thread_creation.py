@@ -15,6 +15,9 @@ until the child has left the memory (exec or exit); ``fork`` shares nothing.
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..decode.cursor import runs
 from . import rules
 from .effects import MemRef
 from .kernel_steps import EXACT
@@ -26,19 +29,69 @@ _SYSCALL = b"\x0f\x05"
 _LOOK_BACK = 64  # instructions before a syscall that may set its number and flags
 
 
-def first_creation(addresses, read_code, effect_at, cut_after, recorded_at) -> int | None:
+def first_creation(addresses, read_code, effect_at, cut_after, recorded_at, at=None) -> int | None:
     """The first position whose ``syscall`` may start a thread sharing the memory, or None.
 
     ``addresses``: the instruction at each position; ``read_code(address, size)``; ``effect_at(position)``: its
     Effect or None; ``cut_after(position)``: whether nothing carries from that instruction to the next;
-    ``recorded_at(position)``: the registers a recorder saw there, ``{name: value}``, or None."""
+    ``recorded_at(position)``: the registers a recorder saw there, ``{name: value}``, or None; ``at``: the
+    positions to look at (every one by default)."""
     calls = {address for address in set(addresses) if read_code(address, 2) == _SYSCALL}
-    for position, address in enumerate(addresses):
-        if address in calls:
+    for position in range(len(addresses)) if at is None else at:
+        if addresses[position] in calls:
             number, flags = _number_and_flags(position, effect_at, cut_after, recorded_at)
             if _may_create(number, flags):
                 return position
     return None
+
+
+def head_windows(decoded, expander, first, read_code, effect_of) -> list[tuple[int, ...]]:
+    """The instructions up to each ``syscall`` among positions 0..first-1 (a long trace's head, which the recovery
+    does not cover) that may start a task sharing the memory, each distinct run of them once: first_creation
+    tells on each one's last (joined with a 0 between, a gap).  A ``syscall`` ends its block, so only the blocks
+    the head ran that end in one are read; one whose own instructions set a number other than clone's and
+    clone3's starts nothing wherever it ran, and those that may are looked at where they ran.
+    ``effect_of(address)``: an Effect."""
+    windows = set()
+    for part, base in zip(decoded.parts, decoded.part_starts, strict=True):
+        if base >= first:
+            break
+        if not part.item_count:
+            continue
+        ordinal = part.block_at(min(first - base, part.item_count) - 1)[0] + 1
+        sequence = np.asarray(part.block_sequence[:ordinal], dtype=np.int64)
+        rows = np.unique(sequence).tolist()
+        rows = [row for row in rows if _may_end_in_one(part, row, expander, read_code, effect_of)]
+        if not rows:
+            continue
+        sizes = np.maximum(np.asarray(part.block_sizes, dtype=np.int64), 1)[sequence]
+        ends = base + np.cumsum(sizes) - 1  # each block's last position
+        for position in ends[np.isin(sequence, rows)].tolist():
+            if position < first:
+                windows.add(_window(decoded, expander, position))
+    return sorted(windows)
+
+
+def _may_end_in_one(part, row, expander, read_code, effect_of) -> bool:
+    """Whether block ``row`` of ``part`` ends in a ``syscall`` its own instructions do not rule out as a creation."""
+    size = part.block_sizes[row]
+    if not size:  # a gap
+        return False
+    addresses = expander.addresses(part.block_ips[row], size)
+    if read_code(addresses[-1], 2) != _SYSCALL:
+        return False
+    number, flags = _number_and_flags(size - 1, lambda p: effect_of(addresses[p]), lambda _: False, lambda _: None)
+    return _may_create(number, flags)
+
+
+def _window(decoded, expander, position) -> tuple[int, ...]:
+    """The addresses of positions ``position - _LOOK_BACK`` .. ``position`` (0 at a gap's)."""
+    low, found = max(0, position - _LOOK_BACK), []
+    for index, run in runs(decoded, low, expander):
+        if index > position:
+            break
+        found += run[: position + 1 - index] if isinstance(run, tuple) else [0]
+    return tuple(found)
 
 
 def _may_create(number, flags) -> bool:
