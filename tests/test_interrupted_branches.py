@@ -121,3 +121,22 @@ def test_telling_signals_from_branches_scans_each_branch_once(tmp_path, monkeypa
     for number in range(values.chunks):
         values._structure(number)
     assert values.count > 100_000 and scans
+
+
+@pytest.mark.parametrize("known", ["the end core", "both cores"])
+def test_a_sigreturn_through_a_handmade_frame_is_no_ordinary_call(tmp_path, known):
+    """handmade_sigreturn.c runs rt_sigreturn on a frame it filled, its number set two instructions before the
+    syscall, and the frame resumes at the syscall's fall-through: the syscall was taken for one that leaves rbx,
+    rdx and rbp alone (388 wrong values from both cores).  A syscall whose number the recorder or the constants
+    before it do not give now leaves every register unknown; one they say is 15 loads them from the frame."""
+    binary = tmp_path / "handmade_sigreturn"
+    build_program(SOURCES / "handmade_sigreturn.c", ["-O0"], binary)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(tmp_path / "rec"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300, check=True)
+    seen = api.open_bundle(tmp_path / "rec" / "trace.json").threads[0].values()
+    start = {"start": seen.start} if known == "both cores" else {}
+    alone = ThreadValues(seen.addresses, seen._read_code, end=seen.end, end_after_last=seen.end_after_last, **start)
+    for position in range(seen.count + 1):
+        recovered, recorded_there = alone.registers_at(position), seen.registers_at(position)
+        for name, value in recovered.items():
+            assert value in (None, recorded_there[name]), (position, name)

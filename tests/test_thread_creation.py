@@ -5,7 +5,7 @@ import capstone
 import pytest
 
 from lldb_trace.values.semantics import decode
-from lldb_trace.values.thread_creation import first_creation
+from lldb_trace.values.thread_creation import first_creation, number_and_flags
 
 BASE = 0x401000
 SYSCALL = "0f05"
@@ -27,13 +27,13 @@ def _first_creation(*pieces, recorded=None):
     def read_code(address, size):
         return code[address - BASE : address - BASE + size]
 
-    return first_creation(
-        addresses,
-        read_code,
-        lambda p: decode(addresses[p], read_code(addresses[p], 15), cs),
-        lambda p: False,
-        lambda p: (recorded or {}).get(p),
-    )
+    def effect_at(position):
+        return decode(addresses[position], read_code(addresses[position], 15), cs)
+
+    def call_at(position):
+        return number_and_flags(position, effect_at, lambda p: False, lambda p: (recorded or {}).get(p))
+
+    return first_creation(addresses, read_code, call_at)
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,8 @@ class Deliveries:
         for k, position in enumerate(range(low, low + len(effects))):
             if effects[k] is not None and effects[k].kind == "syscall" and self.sigreturn_at(position):
                 effects[k], cuts[k] = self._sigreturn(effects[k]), False
+            elif effects[k] is not None and effects[k].kind == "syscall" and self._unknown_call(position):
+                effects[k] = signals.unknown_call(effects[k])
             elif cuts[k] and (resume := self.proven.get(position, self._paired(position))) is not None:
                 deliveries[k], cuts[k] = resume, False
         return deliveries
@@ -107,12 +109,15 @@ class Deliveries:
         return False
 
     def sigreturn_at(self, position):
-        """Whether the ``syscall`` at ``position`` runs rt_sigreturn: ``mov rax, 15`` ran just before it."""
-        addresses = self.values.addresses
-        if position == 0 or not addresses[position - 1]:
-            return False
-        effect = self.values._effect(addresses[position - 1])
-        return signals.sets_sigreturn(effect) and effect.next_address == addresses[position]
+        """Whether the ``syscall`` at ``position`` runs rt_sigreturn: its number is 15 (``mov rax, 15`` before it,
+        or what the recorder saw)."""
+        return self.values.syscall_call(position)[0] == signals.SIGRETURN
+
+    def _unknown_call(self, position):
+        """Whether the ``syscall`` at ``position`` may run rt_sigreturn, which loads every register from memory
+        (a frame made by hand, as in sigreturn-oriented code): neither the recorder nor the constants before it
+        give its number, and the recorder kept no result of it."""
+        return self.values.syscall_call(position)[0] is None and position not in self.values.syscalls
 
     def _candidate(self, position):
         """A jump from a known instruction to a known one, whose system calls and frames were not recorded."""

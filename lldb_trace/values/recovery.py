@@ -43,7 +43,7 @@ from .rules import relations
 from .semantics import decode
 from .shared_mappings import disjoint
 from .structure import Structure
-from .thread_creation import first_creation
+from .thread_creation import first_creation, number_and_flags
 
 CHUNK = 4096
 _RESUME_FLAG = 0x10000  # RF in rflags
@@ -129,7 +129,7 @@ class ThreadValues:
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
         self._effects, self._flow = {}, Classifier(read_code)
-        self._signals, self._return_sites = Deliveries(self), {}
+        self._signals, self._return_sites, self._calls = Deliveries(self), {}, {}
         self._emulator = Emulator()
         self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
         self._final, self._forward, self._structures = {}, {}, {}
@@ -281,14 +281,20 @@ class ThreadValues:
     def first_creation(self, at=None):
         """The first position whose ``syscall`` may start a task sharing this thread's memory (of positions ``at``,
         or any), or None."""
-        return first_creation(
-            self.addresses,
-            self._read_code,
-            lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
-            lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
-            lambda p: self._recorded.at(p) if self._recorded is not None else None,
-            at,
-        )
+        return first_creation(self.addresses, self._read_code, self.syscall_call, at)
+
+    def syscall_call(self, position):
+        """``(number, flags)``: rax and rdi before the ``syscall`` at ``position``, each None where neither the
+        recorder nor the constants just before it say (thread_creation.number_and_flags)."""
+        found = self._calls.get(position)
+        if found is None:
+            found = self._calls[position] = number_and_flags(
+                position,
+                lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
+                lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
+                lambda p: self._recorded.at(p) if self._recorded is not None else None,
+            )
+        return found
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

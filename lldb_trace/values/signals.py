@@ -24,7 +24,7 @@ deliveries.py.
 """
 
 from .effects import Effect, MemRef, Operand
-from .registers import DF, GPRS, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP, VECTORS
+from .registers import DF, FS_BASE, GPRS, GS_BASE, RAX, RDI, RDX, RFLAGS, RIP, RSI, RSP, VECTORS
 
 SIGRETURN = 15
 UCONTEXT = 8  # the ucontext's offset in the frame: after the return address
@@ -68,6 +68,16 @@ def sets_sigreturn(effect):
         and source.kind == "imm"
         and (source.imm == SIGRETURN)
     )
+
+
+def unknown_call(syscall):
+    """The Effect of a ``syscall`` whose number is not known: it may be rt_sigreturn, so every register is unknown
+    after it (none is taken from its frame, which may be one a program made), and it may write any memory."""
+    effect = Effect(syscall.address, syscall.size, syscall.mnemonic, "opaque", (), syscall.reads)
+    effect.writes = frozenset((*GPRS, RFLAGS, FS_BASE, GS_BASE, *VECTORS, DF))
+    effect.accesses, effect.code, effect.barrier = (), syscall.code, True
+    effect.mentioned, effect.seed = tuple(sorted(effect.reads | effect.writes)), True
+    return effect
 
 
 def sigreturn(syscall):

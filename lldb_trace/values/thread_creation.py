@@ -29,19 +29,16 @@ _SYSCALL = b"\x0f\x05"
 _LOOK_BACK = 64  # instructions before a syscall that may set its number and flags
 
 
-def first_creation(addresses, read_code, effect_at, cut_after, recorded_at, at=None) -> int | None:
+def first_creation(addresses, read_code, call_at, at=None) -> int | None:
     """The first position whose ``syscall`` may start a thread sharing the memory, or None.
 
-    ``addresses``: the instruction at each position; ``read_code(address, size)``; ``effect_at(position)``: its
-    Effect or None; ``cut_after(position)``: whether nothing carries from that instruction to the next;
-    ``recorded_at(position)``: the registers a recorder saw there, ``{name: value}``, or None; ``at``: the
-    positions to look at (every one by default)."""
+    ``addresses``: the instruction at each position; ``read_code(address, size)``; ``call_at(position)``: the
+    ``(number, flags)`` of the syscall there (number_and_flags); ``at``: the positions to look at (every one by
+    default)."""
     calls = {address for address in set(addresses) if read_code(address, 2) == _SYSCALL}
     for position in range(len(addresses)) if at is None else at:
-        if addresses[position] in calls:
-            number, flags = _number_and_flags(position, effect_at, cut_after, recorded_at)
-            if _may_create(number, flags):
-                return position
+        if addresses[position] in calls and _may_create(*call_at(position)):
+            return position
     return None
 
 
@@ -80,7 +77,7 @@ def _may_end_in_one(part, row, expander, read_code, effect_of) -> bool:
     addresses = expander.addresses(part.block_ips[row], size)
     if read_code(addresses[-1], 2) != _SYSCALL:
         return False
-    number, flags = _number_and_flags(size - 1, lambda p: effect_of(addresses[p]), lambda _: False, lambda _: None)
+    number, flags = number_and_flags(size - 1, lambda p: effect_of(addresses[p]), lambda _: False, lambda _: None)
     return _may_create(number, flags)
 
 
@@ -100,9 +97,11 @@ def _may_create(number, flags) -> bool:
     return number == CLONE and (flags is None or bool(flags & _CLONE_VM and not flags & _CLONE_VFORK))
 
 
-def _number_and_flags(position, effect_at, cut_after, recorded_at):
-    """``(rax, rdi)`` before instruction ``position``, each None where neither the recorder nor the constants
-    just before say it."""
+def number_and_flags(position, effect_at, cut_after, recorded_at):
+    """``(rax, rdi)`` before instruction ``position`` (a system call's number and clone's flags), each None where
+    neither the recorder nor the constants just before say it.  ``effect_at(position)``: its Effect or None;
+    ``cut_after(position)``: whether nothing carries from that instruction to the next; ``recorded_at(position)``:
+    the registers a recorder saw there, ``{name: value}``, or None."""
     recorded = recorded_at(position)
     if recorded is not None and "rax" in recorded:
         return recorded["rax"], recorded.get("rdi")
