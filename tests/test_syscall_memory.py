@@ -25,6 +25,11 @@ BUFFER, NULL = 0x7FFF0000, 0
         (16, (1, 0x5401, BUFFER), None, [(BUFFER, 36)]),  # ioctl(TCGETS)
         (23, (64, BUFFER, NULL, NULL, NULL), None, [(BUFFER, 8)]),  # select, one fd_set
         (202, (BUFFER, 0x81, 1), None, []),  # futex(FUTEX_WAKE_PRIVATE)
+        (28, (BUFFER, 100, 4), 0, [(BUFFER, 4096)]),  # madvise(MADV_DONTNEED) zeroes whole pages
+        (28, (BUFFER, 4096, 0x100000004), 0, [(BUFFER, 4096)]),  # the advice is an int: this is MADV_DONTNEED
+        (28, (BUFFER, 4096, 102), 0, [(BUFFER, 4096)]),  # MADV_GUARD_INSTALL drops the contents too
+        (28, (BUFFER, 4096, 103), 0, [(BUFFER, 4096)]),  # and so does MADV_GUARD_REMOVE
+        (28, (BUFFER, 4096, 3), 0, []),  # MADV_WILLNEED keeps them
     ],
 )
 def test_the_buffers_a_call_writes(number, arguments, result, expected):
@@ -39,6 +44,8 @@ def test_the_buffers_a_call_writes(number, arguments, result, expected):
         (14, (0, BUFFER, None, 8)),  # an old set whose address is unknown, NULL or not
         (23, (64, None, NULL, NULL, NULL)),  # select with an unknown fd_set
         (28, (BUFFER, 4096, None)),  # madvise whose advice is unknown
+        (28, (BUFFER, 4096, 8)),  # MADV_FREE: the contents may go at any time
+        (28, (BUFFER, 4096, 0x7777)),  # an advice this table does not know
         (72, (3, None, BUFFER)),  # fcntl of an unknown command
         (115, (None, BUFFER)),  # getgroups of an unknown size (0 asks for nothing)
         (202, (BUFFER, None, 1)),  # futex of an unknown operation

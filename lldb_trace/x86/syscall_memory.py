@@ -11,8 +11,11 @@ import errno
 
 FAILED_WRITES = frozenset({35, 230})  # calls that write even when they fail (the time left, at EINTR)
 SOCKADDR_MOST = 128  # sizeof(struct sockaddr_storage): the most a call copies out as an address
-MADV_DONTNEED = 4
-MADV_DISCARDS = frozenset({8, 9, 24})  # MADV_FREE, MADV_REMOVE, MADV_DONTNEED_LOCKED: contents may go at any time
+# madvise's advice (an int: the kernel reads rdx's low 32 bits) that leaves the contents as they are, and that
+# zeroes the range at once (MADV_DONTNEED, MADV_GUARD_INSTALL and MADV_GUARD_REMOVE); any other may drop them
+# later or is not known here (MADV_FREE, MADV_REMOVE, MADV_DONTNEED_LOCKED, MADV_HWPOISON...)
+_MADV_KEEPS = frozenset({0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 25})
+_MADV_ZEROES = frozenset({4, 102, 103})
 _CLONE_VM, _CLONE_PARENT_SETTID, _CLONE_PIDFD = 0x100, 0x100000, 0x1000
 _EINTR = -errno.EINTR
 _IOV_MAX = 1024
@@ -116,9 +119,10 @@ def _fcntl(a):
 
 
 def _madvise(a):
-    if _known(a[2]) in MADV_DISCARDS:
-        return None
-    return _at(a[0], (a[1] + 4095) & ~4095) if a[2] == MADV_DONTNEED else []
+    advice = _known(a[2]) & 0xFFFFFFFF
+    if advice in _MADV_ZEROES:
+        return _at(a[0], (_known(a[1]) + 4095) & ~4095)
+    return [] if advice in _MADV_KEEPS else None
 
 
 # number -> (arguments, result or None, read or None) -> [(address, size)] written, or None when it cannot tell.
