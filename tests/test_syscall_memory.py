@@ -1,8 +1,13 @@
 """What a system call may write, from its arguments: the recorder asks with the result, the value recovery
 without it and with unknown arguments (None), where a call it cannot bound must come out as None."""
 
-import pytest
+import subprocess
+import sys
 
+import pytest
+from support.paths import SOURCES
+
+from lldb_trace import api
 from lldb_trace.x86.syscall_memory import written
 
 BUFFER, NULL = 0x7FFF0000, 0
@@ -15,7 +20,9 @@ BUFFER, NULL = 0x7FFF0000, 0
         (39, (), None, []),  # getpid
         (0, (3, BUFFER, 4096), 17, [(BUFFER, 17)]),  # read, as the recorder sees it
         (0, (3, BUFFER, 4096), None, [(BUFFER, 4096)]),  # read, the result unknown: all it may fill
-        (0, (3, BUFFER, 4096), -9, []),  # a failed read wrote nothing
+        (0, (3, BUFFER, 4096), -14, [(BUFFER, 4096)]),  # a failed read may have written part of it first (EFAULT)
+        (7, (BUFFER, 1, 3000), -4, [(BUFFER, 8)]),  # poll writes revents when a signal interrupts it too
+        (23, (0, NULL, NULL, NULL, BUFFER), -4, [(BUFFER, 16)]),  # and select the time left
         (14, (0, BUFFER, NULL, 8), None, []),  # rt_sigprocmask without an old set
         (14, (0, NULL, BUFFER, 8), None, [(BUFFER, 8)]),
         (35, (BUFFER, BUFFER + 16), 0, []),  # nanosleep writes the time left only when interrupted
@@ -72,3 +79,18 @@ def test_getsockopt_writes_as_many_bytes_as_its_length_says():
     read = lambda address, size: {0x6000: (280).to_bytes(4, "little")}.get(address, b"")[:size]  # noqa: E731
     assert written(55, (3, 6, 11, BUFFER, 0x6000, 0), 0, read) == [(0x6000, 4), (BUFFER, 280)]
     assert written(55, (3, 6, 11, BUFFER, 0x6000, 0), 0) is None  # its length not known
+
+
+def test_a_call_that_fails_after_writing_part_of_its_buffer(tmp_path):
+    """failed_call.c's uname fills the mapped part of its buffer, then fails with EFAULT: after it, none of the
+    bytes it wrote is shown as the 0xAA it overwrote, with every known state the recorder keeps (63 were)."""
+    binary = tmp_path / "failed_call"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "failed_call.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(tmp_path / "rec"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300, check=True)
+    (thread,) = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    (call,) = [item.index for item in thread.items() if item.disassembly.startswith("syscall")][-2:-1]
+    edge = thread.registers_at(call)["rdi"]
+    data, mask = thread.read_memory_at(call + 1, edge, 64)
+    assert mask[0] == 0xFF and data[0] == ord("L")  # the load after it read it
+    assert not any(known and byte == 0xAA for byte, known in zip(data, mask, strict=True))

@@ -9,7 +9,6 @@ may write memory this table cannot bound.  Files, sockets and the kernel's own s
 
 import errno
 
-FAILED_WRITES = frozenset({35, 230})  # calls that write even when they fail (the time left, at EINTR)
 SOCKADDR_MOST = 128  # sizeof(struct sockaddr_storage): the most a call copies out as an address
 # madvise's advice (an int: the kernel reads rdx's low 32 bits) that leaves the contents as they are, and that
 # zeroes the range at once (MADV_DONTNEED, MADV_GUARD_INSTALL and MADV_GUARD_REMOVE); any other may drop them
@@ -209,8 +208,8 @@ def written(number, arguments, result=None, read=None):
         return []
     if number not in _WRITES:  # mmap, brk, mremap among them: new contents, which only the recorder reads
         return None
-    if result is not None and result < 0 and number not in FAILED_WRITES:
-        return []
+    if result is not None and result < 0:  # a failed call may have written its buffers, or part of them: an
+        result = None  # EFAULT past their mapped part, poll's revents and select's time left at EINTR
     try:
         return _WRITES[number](arguments, result, read)
     except (_UnknownArgumentError, TypeError):  # TypeError: arithmetic on an unknown argument
