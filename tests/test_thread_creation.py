@@ -74,3 +74,13 @@ def test_the_frame_is_forgotten_where_a_store_may_alias_it_or_the_stack_pointer_
 def test_the_registers_a_recorder_saw_are_taken():
     assert _first_creation("4889d8", SYSCALL, recorded={1: {"rax": 39, "rdi": 0}}) is None
     assert _first_creation(_imm(MOV_EAX, 39), SYSCALL, recorded={1: {"rax": 435, "rdi": 0}}) == 1
+
+
+def test_a_number_set_long_before_is_followed_back_through_moves():
+    """A loop's ``syscall`` whose number was put in r13 before the loop, and moved into rax at each call: the
+    instructions just before it do not give it (it counted as a possible clone, and as a possible rt_sigreturn,
+    every register lost), the moves back to the constant do; a write of part of r13 between them does not."""
+    number_in_r13 = "41bd" + (39).to_bytes(4, "little").hex()  # mov r13d, 39 (getpid)
+    far, move = ["90"] * 100, "4c89e8"  # 100 nops; mov rax, r13
+    assert _first_creation(number_in_r13, *far, move, SYSCALL) is None
+    assert _first_creation(number_in_r13, *far, "4180c501", move, SYSCALL) == 103  # add r13b, 1

@@ -129,7 +129,7 @@ class ThreadValues:
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
         self._effects, self._flow = {}, Classifier(read_code)
-        self._signals, self._return_sites, self._calls = Deliveries(self), {}, {}
+        self._signals, self._return_sites, self._calls, self._chains = Deliveries(self), {}, {}, {}
         self._emulator = Emulator()
         self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
         self._final, self._forward, self._structures = {}, {}, {}
@@ -293,6 +293,7 @@ class ThreadValues:
                 lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
                 lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
                 lambda p: self._recorded.at(p) if self._recorded is not None else None,
+                self._chains,
             )
         return found
 

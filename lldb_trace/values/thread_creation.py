@@ -27,6 +27,8 @@ CLONE, CLONE3 = 56, 435
 _CLONE_VM, _CLONE_VFORK = 0x100, 0x4000
 _SYSCALL = b"\x0f\x05"
 _LOOK_BACK = 64  # instructions before a syscall that may set its number and flags
+_MEMOS = 4096  # the steps kept at each end of a walk back through register moves, where later walks meet it
+_WHOLE = ((0, 32), (0, 64))  # (shift, width) of a register written whole: a 32-bit write zero-extends
 
 
 def first_creation(addresses, read_code, call_at, at=None) -> int | None:
@@ -97,11 +99,12 @@ def _may_create(number, flags) -> bool:
     return number == CLONE and (flags is None or bool(flags & _CLONE_VM and not flags & _CLONE_VFORK))
 
 
-def number_and_flags(position, effect_at, cut_after, recorded_at):
+def number_and_flags(position, effect_at, cut_after, recorded_at, chains=None):
     """``(rax, rdi)`` before instruction ``position`` (a system call's number and clone's flags), each None where
     neither the recorder nor the constants just before say it.  ``effect_at(position)``: its Effect or None;
     ``cut_after(position)``: whether nothing carries from that instruction to the next; ``recorded_at(position)``:
-    the registers a recorder saw there, ``{name: value}``, or None."""
+    the registers a recorder saw there, ``{name: value}``, or None; ``chains``: what earlier calls followed back
+    (``_chained``), to share between calls on one trace."""
     recorded = recorded_at(position)
     if recorded is not None and "rax" in recorded:
         return recorded["rax"], recorded.get("rdi")
@@ -112,7 +115,53 @@ def number_and_flags(position, effect_at, cut_after, recorded_at):
             run = _LookBack()
         else:
             run.step(effect)
-    return run.integer(RAX), run.integer(RDI)
+    number = run.integer(RAX)
+    if number is None:
+        number = _chained(position, RAX, effect_at, cut_after, {} if chains is None else chains)
+    return number, run.integer(RDI)
+
+
+def _chained(position, register, effect_at, cut_after, chains):
+    """The constant ``register`` holds before ``position``, followed back through the instructions that last
+    wrote it (a number set before a loop, moved in at the call): a ``mov`` of an immediate, a zeroing ``xor``,
+    or a ``mov`` of a whole other register, followed in turn.  None where anything else writes it or a cut comes
+    first.  ``chains``: {(register, position): its constant there}, what earlier walks found: a walk ends at the
+    start of one for the same register (each syscall of a loop would walk back to the same ``mov`` again)."""
+    started, earlier = [], position - 1
+    while True:
+        if (register, earlier + 1) in chains:
+            found = chains[(register, earlier + 1)]
+            break
+        started.append((register, earlier + 1))
+        effect = effect_at(earlier) if earlier >= 0 else None
+        if effect is None or cut_after(earlier):
+            found = None
+            break
+        if register in effect.writes:
+            found, register = _written_constant(effect, register)
+            if register is None:
+                break
+        earlier -= 1
+    for key in (*started[:_MEMOS], *started[-_MEMOS:]):  # where later walks meet this one: its ends
+        chains[key] = found
+    return found
+
+
+def _written_constant(effect, register):
+    """``(constant, None)`` that ``effect`` writes to the whole ``register`` (None: it is no constant), or
+    ``(None, other)`` where it copies a whole ``other`` register into it."""
+    target, source = (*effect.operands, None, None)[:2]
+    if target is None or target.kind != "reg" or target.reg[0] != register or target.reg[1:] not in _WHOLE:
+        return None, None
+    if effect.kind == "alu" and rules.zero_idiom(effect):
+        return 0, None
+    if effect.kind != "mov" or source is None:
+        return None, None
+    if source.kind == "imm":
+        return source.imm & ((1 << target.reg[2]) - 1), None
+    if source.kind != "reg" or source.reg[1:] != target.reg[1:]:
+        return None, None
+    return None, source.reg[0]
 
 
 @dataclass(frozen=True)
