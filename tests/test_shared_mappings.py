@@ -15,6 +15,7 @@ from support.paths import SOURCES
 from lldb_trace import api
 from lldb_trace.values import process_values
 from lldb_trace.values.core_file import MappedFile
+from lldb_trace.values.recovery import ThreadValues
 from lldb_trace.values.shared_mappings import shared_spans
 
 STORED, WRITTEN_BY_CHILD = 0x4242424242424242, 0xC0C0C0C0C0C0C0C0
@@ -208,3 +209,11 @@ def test_a_task_started_before_a_long_traces_tail_makes_its_memory_shared(tmp_pa
         recorded_there = truth.registers_at(position)
         for name, value in shown.registers_at(position).items():
             assert value in (None, recorded_there[name]), (position, name)
+
+
+def test_an_rseq_area_the_thread_registers_is_volatile():
+    """A program that turns glibc's rseq off may register its own area (``rseq(&area, 32, 0, sig)``): the kernel
+    rewrites its CPU numbers when the thread moves, and they were carried back from the end."""
+    code = bytes.fromhex("48c7c740404000b84e0100000f05")  # mov rdi, 0x404040; mov eax, 334; syscall
+    values = ThreadValues([0x401000, 0x401007, 0x40100C], lambda address, size: code[address - 0x401000 :][:size])
+    assert values.volatile == [(0x404040, 0x404060)]

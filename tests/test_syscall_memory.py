@@ -8,7 +8,7 @@ import pytest
 from support.paths import SOURCES
 
 from lldb_trace import api
-from lldb_trace.x86.syscall_memory import written
+from lldb_trace.x86.syscall_memory import call_number, written
 
 BUFFER, NULL = 0x7FFF0000, 0
 
@@ -94,3 +94,10 @@ def test_a_call_that_fails_after_writing_part_of_its_buffer(tmp_path):
     data, mask = thread.read_memory_at(call + 1, edge, 64)
     assert mask[0] == 0xFF and data[0] == ord("L")  # the load after it read it
     assert not any(known and byte == 0xAA for byte, known in zip(data, mask, strict=True))
+
+
+def test_the_kernel_reads_a_call_numbers_low_32_bits():
+    """0x10000000f is rt_sigreturn and 0x100000004 madvise's... to the kernel; bit 30 makes an x32 call."""
+    assert call_number(0x10000000F) == 15 and call_number(None) is None
+    assert call_number(0x40000000 | 15) is None  # x32's table, not this one
+    assert written(0x100000000, (3, BUFFER, 4096, 0, 0, 0)) == [(BUFFER, 4096)]  # read

@@ -84,3 +84,10 @@ def test_a_number_set_long_before_is_followed_back_through_moves():
     far, move = ["90"] * 100, "4c89e8"  # 100 nops; mov rax, r13
     assert _first_creation(number_in_r13, *far, move, SYSCALL) is None
     assert _first_creation(number_in_r13, *far, "4180c501", move, SYSCALL) == 103  # add r13b, 1
+
+
+def test_the_kernel_reads_a_call_numbers_low_32_bits():
+    """``movabs rax, 0x100000038`` then ``syscall`` is clone (56): it was taken for an unknown call."""
+    clone_vm = _imm(MOV_EDI, 0x100)  # CLONE_VM
+    assert _first_creation(clone_vm, "48b83800000001000000", SYSCALL) == 2
+    assert _first_creation(clone_vm, "48b82700000001000000", SYSCALL) is None  # getpid, so

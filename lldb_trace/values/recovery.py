@@ -38,16 +38,18 @@ from .deliveries import Deliveries
 from .emulator import Emulator
 from .machine_state import TRACKED
 from .memory_layout import spans_reader
+from .register_states import RecordedStates
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
 from .rules import relations
 from .semantics import decode
-from .shared_mappings import disjoint
+from .shared_mappings import disjoint, registered_rseq_areas
 from .structure import Structure
 from .thread_creation import first_creation, number_and_flags
 
 CHUNK = 4096
 _RESUME_FLAG = 0x10000  # RF in rflags
 _PAGE = 4096
+_SYSCALL = b"\x0f\x05"
 
 
 @dataclass
@@ -121,11 +123,12 @@ class ThreadValues:
         self.syscalls = dict(syscalls or {})
         self.shared = shared_memory
         self._first_shared = None  # the first window after a thread this one started (None: not looked for)
-        self.volatile = disjoint(volatile)  # [(low, high)]: shared mappings, which another process may write
+        self._given_volatile, self._volatile = disjoint(volatile), None  # shared mappings, rseq areas
+        self._syscalls_at = None  # the positions of syscall instructions, found on first use
         # position -> where the thread went, where the trace shows tracing stopped after that position and resumed
         # elsewhere (a signal's delivery, code run untraced): process_values.interruptions
         self.interrupted = dict(interrupted or {})
-        self._recorded = _Recorded(*recorded) if recorded is not None else None
+        self._recorded = RecordedStates(*recorded) if recorded is not None else None
         self._cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._cs.detail = True
         self._effects, self._flow = {}, Classifier(read_code)
@@ -281,7 +284,23 @@ class ThreadValues:
     def first_creation(self, at=None):
         """The first position whose ``syscall`` may start a task sharing this thread's memory (of positions ``at``,
         or any), or None."""
-        return first_creation(self.addresses, self._read_code, self.syscall_call, at)
+        return first_creation(self.addresses, self._read_code, self.syscall_call, at or self._syscall_positions())
+
+    @property
+    def volatile(self):
+        """[(low, high)]: memory another process or the kernel may write between any two instructions: the shared
+        mappings and rseq areas given, and each rseq area this thread registers in the trace (shared_mappings)."""
+        if self._volatile is None:
+            calls = [self.syscall_call(position) for position in self._syscall_positions()]
+            self._volatile = disjoint([*self._given_volatile, *registered_rseq_areas(calls)])
+        return self._volatile
+
+    def _syscall_positions(self):
+        if self._syscalls_at is None:
+            calls = [address for address in set(self.addresses) if address and self._read_code(address, 2) == _SYSCALL]
+            found = np.isin(np.asarray(self.addresses, dtype=np.uint64), np.asarray(calls, dtype=np.uint64))
+            self._syscalls_at = np.flatnonzero(found).tolist()
+        return self._syscalls_at
 
     def syscall_call(self, position):
         """``(number, flags)``: rax and rdi before the ``syscall`` at ``position``, each None where neither the
@@ -363,29 +382,6 @@ def _windows_task(count):
     finally:
         if was_enabled:
             gc.enable()
-
-
-class _Recorded:
-    """The registers a recorder saw (register_states.py): ``positions`` ascending, a row of ``names`` each."""
-
-    def __init__(self, positions, rows, names):
-        self.positions, self.rows = np.asarray(positions, dtype=np.int64), rows
-        self.names = [name for name in names if name != "rip"]
-        self.columns = [names.index(name) for name in self.names]
-
-    def at(self, position):
-        """``{name: value}`` seen at ``position``, or None."""
-        k = int(np.searchsorted(self.positions, position))
-        if k == len(self.positions) or self.positions[k] != position:
-            return None
-        row = self.rows[k]
-        return {name: int(row[column]) for name, column in zip(self.names, self.columns, strict=True)}
-
-    def between(self, low, high):
-        """``(states from low, rows, [(register, column)])`` of the positions low..high."""
-        first, last = np.searchsorted(self.positions, [low, high + 1])
-        registers = [(INDEX[name], column) for name, column in zip(self.names, self.columns, strict=True)]
-        return self.positions[first:last] - low, self.rows[first:last], registers
 
 
 def _named(registers):

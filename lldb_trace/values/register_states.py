@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import LldbTraceError
 from .machine_state import TRACKED
+from .registers import INDEX
 
 
 class RegisterStatesError(LldbTraceError):
@@ -96,3 +97,27 @@ def _check_sizes(path: Path) -> None:
                     f"{path} is not a register states file: its {member.filename} is of shape {shape}, larger than "
                     f"any recording keeps ({MOST_STATES:,} states); record again"
                 )
+
+
+class RecordedStates:
+    """The registers a recorder saw, as the recovery asks for them: ``positions`` ascending, a row of ``names``
+    each (what ``read_register_states`` gives)."""
+
+    def __init__(self, positions, rows, names):
+        self.positions, self.rows = np.asarray(positions, dtype=np.int64), rows
+        self.names = [name for name in names if name != "rip"]
+        self.columns = [names.index(name) for name in self.names]
+
+    def at(self, position):
+        """``{name: value}`` seen at ``position``, or None."""
+        k = int(np.searchsorted(self.positions, position))
+        if k == len(self.positions) or self.positions[k] != position:
+            return None
+        row = self.rows[k]
+        return {name: int(row[column]) for name, column in zip(self.names, self.columns, strict=True)}
+
+    def between(self, low, high):
+        """``(states from low, rows, [(register, column)])`` of the positions low..high."""
+        first, last = np.searchsorted(self.positions, [low, high + 1])
+        registers = [(INDEX[name], column) for name, column in zip(self.names, self.columns, strict=True)]
+        return self.positions[first:last] - low, self.rows[first:last], registers

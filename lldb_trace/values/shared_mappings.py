@@ -22,7 +22,9 @@ for one too.
 The kernel writes one more area behind a thread's back: its rseq area (glibc
 2.35 on registers one for every thread, ``__rseq_size`` bytes at the thread
 pointer plus ``__rseq_offset``), whose CPU numbers it rewrites whenever the
-thread is preempted or moves to another CPU (``sched_getcpu`` reads them).
+thread is preempted or moves to another CPU (``sched_getcpu`` reads them).  A
+program that turns glibc's off may register its own: the ``rseq`` call in the
+trace names it, where its address is known.
 """
 
 import os
@@ -31,6 +33,7 @@ from ..elf_info import ElfInfo, NotAnElfError
 
 _RSEQ_SYMBOLS = ("__rseq_offset", "__rseq_size")
 _RSEQ_AREA = 32  # struct rseq: what the kernel may write, whatever __rseq_size says
+_RSEQ = 334  # the system call that registers one
 _PAGE = 4096
 _TOP = 1 << 64
 
@@ -99,6 +102,12 @@ def _file_name(path):
     """A file's name, without the " (deleted)" the kernel adds to one deleted since it was mapped (a module
     rebuilt while the program ran is still that module)."""
     return os.path.basename(str(path).removesuffix(" (deleted)"))
+
+
+def registered_rseq_areas(calls):
+    """``[(low, high)]``: the areas the calls ``[(number, rdi)]`` register as rseq areas (a program's own, where
+    glibc's is turned off), where rdi is known."""
+    return [(area, area + _RSEQ_AREA) for number, area in calls if number == _RSEQ and area is not None and area]
 
 
 def rseq_areas(modules, read, thread_pointers):

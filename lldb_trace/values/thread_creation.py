@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..decode.cursor import runs
+from ..x86.syscall_memory import call_number
 from . import rules
 from .effects import MemRef
 from .kernel_steps import EXACT
@@ -107,7 +108,7 @@ def number_and_flags(position, effect_at, cut_after, recorded_at, chains=None):
     (``_chained``), to share between calls on one trace."""
     recorded = recorded_at(position)
     if recorded is not None and "rax" in recorded:
-        return recorded["rax"], recorded.get("rdi")
+        return call_number(recorded["rax"]), recorded.get("rdi")
     run = _LookBack()
     for earlier in range(max(0, position - _LOOK_BACK), position):
         effect = effect_at(earlier)
@@ -118,7 +119,7 @@ def number_and_flags(position, effect_at, cut_after, recorded_at, chains=None):
     number = run.integer(RAX)
     if number is None:
         number = _chained(position, RAX, effect_at, cut_after, {} if chains is None else chains)
-    return number, run.integer(RDI)
+    return call_number(number), run.integer(RDI)
 
 
 def _chained(position, register, effect_at, cut_after, chains):

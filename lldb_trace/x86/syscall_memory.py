@@ -17,6 +17,7 @@ _MADV_KEEPS = frozenset({0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
 _MADV_ZEROES = frozenset({4, 102, 103})
 _CLONE_VM, _CLONE_PARENT_SETTID, _CLONE_PIDFD = 0x100, 0x100000, 0x1000
 _EINTR = -errno.EINTR
+_X32 = 0x40000000  # __X32_SYSCALL_BIT
 _IOV_MAX = 1024
 
 # Calls known to write no user memory.
@@ -32,6 +33,14 @@ NO_WRITE = frozenset({
 _FCNTL_OUT = {5: 32, 16: 8, 36: 32, 1035: 8, 1037: 8}  # F_GETLK, F_GETOWN_EX, F_OFD_GETLK, F_GET_(FILE_)RW_HINT
 _FCNTL_NONE = frozenset({0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 15, 37, 38, 1024, 1025, 1026, 1030, 1031, 1032, 1033, 1034})
 _IOCTL_OUT = {0x5401: 36, 0x5413: 8, 0x541B: 4}  # TCGETS, TIOCGWINSZ, FIONREAD
+
+
+def call_number(rax):
+    """The system call a ``syscall`` runs with ``rax`` (None: unknown): the kernel reads its low 32 bits, so
+    0x10000000f is rt_sigreturn; None for an x32 call (bit 30 set), whose numbers are another table's."""
+    if rax is None or rax & _X32:
+        return None
+    return rax & 0xFFFFFFFF
 
 
 class _UnknownArgumentError(Exception):
@@ -204,6 +213,9 @@ def written(number, arguments, result=None, read=None):
     None where unknown; ``read(address, size)``: the process's memory as the call found it (bytes, short or
     None where unknown), for the calls whose buffers are listed in memory.  An argument may be None (unknown):
     where the writes depend on it, the answer is None."""
+    number = call_number(number)
+    if number is None:
+        return None
     if number in NO_WRITE:
         return []
     if number not in _WRITES:  # mmap, brk, mremap among them: new contents, which only the recorder reads

@@ -5,6 +5,7 @@ the bundle names it among the tasks that ran untraced in that memory (``untraced
 past take memory as shared.  And its memory is the program's own, so the breakpoint at ``main`` is not put back
 in it as in a fork's copy (that removed the program's own, which never stopped there)."""
 
+from ...x86.syscall_memory import call_number
 from . import ptrace
 
 _CLONE, _CLONE3 = 56, 435
@@ -19,7 +20,7 @@ def shares_memory(creator, event):
         return False
     try:
         registers = ptrace.get_regs(creator)
-        number = registers["orig_rax"]
+        number = call_number(registers["orig_rax"])
         if number == _CLONE:
             flags = registers["rdi"]
         elif number == _CLONE3:

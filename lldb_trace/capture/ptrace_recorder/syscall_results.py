@@ -91,7 +91,7 @@ class SyscallLog:
 
     def _written(self, before, after):
         """``[(address, bytes)]`` the kernel wrote, or None when it may have written more."""
-        number = before["rax"]
+        number = syscall_memory.call_number(before["rax"])
         arguments = tuple(before[n] for n in ("rdi", "rsi", "rdx", "r10", "r8", "r9"))
         result = after["rax"] - (1 << 64) if after["rax"] >> 63 else after["rax"]
         if number in _DESTINATIONS and result > 0 and self._into_memory(arguments[_DESTINATIONS[number]]):
