@@ -229,9 +229,9 @@ class ProcessValues:
         except SyscallResultsError as error:
             raise ValuesError(str(error)) from None
         found = {}
-        for instruction, kind, registers, memory, unknown_memory in entries:
-            position = counted.position(instruction)
-            if position is not None and position < counted.count:  # at an instruction, not after the last
+        positions = counted.positions(np.array([entry[0] for entry in entries], dtype=np.int64)).tolist()
+        for position, (_, kind, registers, memory, unknown_memory) in zip(positions, entries, strict=True):
+            if 0 <= position < counted.count:  # at an instruction, not after the last
                 before = kind == "signal frame"  # what the kernel wrote before a handler's first instruction
                 found[position] = SyscallResult(registers, memory, unknown_memory, before=before)
         return found
@@ -289,14 +289,11 @@ class _InstructionPositions:
 
     def __init__(self, addresses: np.ndarray, before: int, unsure: int | None = None) -> None:
         self.instructions = np.flatnonzero(addresses)
+        self._at = np.append(self.instructions, len(addresses))  # each count's position, the end after the last
         self.addresses = addresses
         self.before, self.count = before, len(addresses)
         # the counts a recorder's states may name: the instructions before the first gap it did not make
         self.placed = len(self.instructions) + 1 if unsure is None else int(np.searchsorted(self.instructions, unsure))
-
-    def position(self, count: int) -> int | None:
-        found = self.positions(np.array([count], dtype=np.int64))[0]
-        return None if found < 0 else int(found)
 
     def positions(self, counts: np.ndarray) -> np.ndarray:
         """The position of each count (the state before that instruction; after the last one: the end), -1 for
@@ -304,7 +301,7 @@ class _InstructionPositions:
         local = counts.astype(np.int64) - self.before
         inside = (local >= 0) & (local <= len(self.instructions)) & (local < self.placed)
         found = np.full(len(local), -1, dtype=np.int64)
-        found[inside] = np.append(self.instructions, self.count)[local[inside]]
+        found[inside] = self._at[local[inside]]
         return found
 
 

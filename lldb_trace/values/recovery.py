@@ -284,7 +284,8 @@ class ThreadValues:
     def first_creation(self, at=None):
         """The first position whose ``syscall`` may start a task sharing this thread's memory (of positions ``at``,
         or any), or None."""
-        return first_creation(self.addresses, self._read_code, self.syscall_call, at or self._syscall_positions())
+        at = self._syscall_positions() if at is None else at
+        return first_creation(self.addresses, self._read_code, self.syscall_call, at)
 
     @property
     def volatile(self):
