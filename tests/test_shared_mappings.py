@@ -217,3 +217,17 @@ def test_an_rseq_area_the_thread_registers_is_volatile():
     code = bytes.fromhex("48c7c740404000b84e0100000f05")  # mov rdi, 0x404040; mov eax, 334; syscall
     values = ThreadValues([0x401000, 0x401007, 0x40100C], lambda address, size: code[address - 0x401000 :][:size])
     assert values.volatile == [(0x404040, 0x404060)]
+
+
+def test_with_no_state_at_the_end_memory_the_start_did_not_map_is_volatile(tmp_path_factory):
+    """shared_no_end.c maps a shared page after recording starts, stores 111, and a child writes 222 before
+    checkpoint; the process exits.  With the start state but none at the end (a `pt start` trace saved after the
+    process exited), the page showed 111 at checkpoint: nothing known says it was shared, or unmapped later."""
+    folder, binary = recorded(tmp_path_factory, "shared_no_end", ["-O0"])
+    bundle = json.loads((folder / "trace.json").read_text())
+    del bundle["processes"][0]["coreFile"]
+    (folder / "no_end.json").write_text(json.dumps(bundle))
+    (thread,) = api.open_bundle(folder / "no_end.json").threads
+    (stop,) = thread.find(function="checkpoint", limit=1)
+    page = _word(thread, stop.index, symbols(binary, "page")[0])
+    assert page is not None and _word(thread, stop.index, page) != 111

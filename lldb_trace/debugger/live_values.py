@@ -42,7 +42,7 @@ def save_start_state(process):
         held.close()
         raise LldbTraceError(
             f"cannot write the start state's core in {tempfile.gettempdir()}: {error.strerror}; free space there "
-            "or set TMPDIR to another folder ('pt start --buffer' keeps no start state)"
+            "or set TMPDIR to another folder ('pt start --buffer-size' keeps no start state)"
         ) from None
     path = Path(f"/proc/self/fd/{held.fileno()}")
     _held[path] = held

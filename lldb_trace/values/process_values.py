@@ -27,7 +27,7 @@ from .core_match import cut_off
 from .machine_state import TRACKED
 from .patched_code import patched_pages, without_pages
 from .register_states import RegisterStatesError, read_register_states
-from .shared_mappings import live_shared_spans, rseq_areas, shared_spans
+from .shared_mappings import live_shared_spans, rseq_areas, shared_spans, unmapped
 from .syscall_file import SyscallResultsError, read_syscall_results
 from .thread_creation import head_windows
 
@@ -210,7 +210,11 @@ class ProcessValues:
         shared, spans = self._known_sharing
         live = self.live_shared() if self.live_shared is not None else []
         shared = shared or len(self.process_trace.tids) > 1 or any(path.endswith(IO_URING) for _, _, path, _ in live)
-        return shared, [*spans, *(live_shared_spans(live, self._module_spans()) if live else ())]
+        if live:
+            return shared, [*spans, *live_shared_spans(live, self._module_spans())]
+        if self.end_core is None and self.start_core is not None:  # no state at the end (the process exited): what
+            return shared, [*spans, *unmapped(self.start_core.mapped)]  # the start maps nowhere may be gone or shared
+        return shared, spans
 
     def _module_spans(self) -> list:
         """The traced modules as shared_mappings takes them: [(file paths, load address, size)]."""
