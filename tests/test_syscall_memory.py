@@ -101,3 +101,14 @@ def test_the_kernel_reads_a_call_numbers_low_32_bits():
     assert call_number(0x10000000F) == 15 and call_number(None) is None
     assert call_number(0x40000000 | 15) is None  # x32's table, not this one
     assert written(0x100000000, (3, BUFFER, 4096, 0, 0, 0)) == [(BUFFER, 4096)]  # read
+
+
+def test_the_recorder_reads_back_the_range_mremap_leaves_empty():
+    """mremap with MREMAP_DONTUNMAP moves the pages and leaves the old range mapped and empty: the recorder read
+    back the new range only, and the old bytes were carried past the call."""
+    from lldb_trace.capture.ptrace_recorder.syscall_results import SyscallLog
+
+    log = SyscallLog.__new__(SyscallLog)  # its memory and heap are not needed for mremap
+    old, new = 0x7FFFF7FBF000, 0x7FFFF7FB0000
+    assert log._mapped(25, (old, 4096, 4096, 1 | 4, 0, 0), new) == [(new, 4096), (old, 4096)]
+    assert log._mapped(25, (old, 4096, 8192, 1, 0, 0), new) == [(new, 8192)]

@@ -11,6 +11,10 @@ kept them, else what the instructions just before it compute from constants alon
 forwards from nothing known.  Where they do not say, the call may be one.  ``clone3`` keeps its flags in
 memory, so every one counts; ``clone`` with CLONE_VFORK (vfork, posix_spawn) does not, for its parent waits
 until the child has left the memory (exec or exit); ``fork`` shares nothing.
+
+Asynchronous I/O is such a writer too: the kernel completes an io_uring's requests, or Linux AIO's, into any
+buffer they name when it pleases (during an unrelated call), so ``io_uring_setup`` and ``io_setup`` count as
+well (a ring set up and torn down within the trace is in no core).
 """
 
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from .kernel_steps import EXACT
 from .registers import RAX, RBP, RDI, RSP
 
 CLONE, CLONE3 = 56, 435
+_ASYNCHRONOUS = frozenset((CLONE3, 206, 425))  # clone3 (its flags in memory), io_setup, io_uring_setup
 _CLONE_VM, _CLONE_VFORK = 0x100, 0x4000
 _SYSCALL = b"\x0f\x05"
 _LOOK_BACK = 64  # instructions before a syscall that may set its number and flags
@@ -95,7 +100,7 @@ def _window(decoded, expander, position) -> tuple[int, ...]:
 
 
 def _may_create(number, flags) -> bool:
-    if number is None or number == CLONE3:
+    if number is None or number in _ASYNCHRONOUS:
         return True
     return number == CLONE and (flags is None or bool(flags & _CLONE_VM and not flags & _CLONE_VFORK))
 

@@ -31,6 +31,7 @@ MOST_FRAME = 1 << 16  # a signal frame with AVX-512 state is about 3.5 KiB
 _RED_ZONE = 128  # bytes below rsp a signal frame leaves alone (the x86-64 ABI)
 _ALWAYS = ("rax", "rcx", "r11")  # what every syscall sets: its result, the return address, the flags
 _NEW_CONTENTS = frozenset({9, 12, 25})  # mmap, brk, mremap: see SyscallLog._mapped
+_MREMAP_DONTUNMAP = 4
 # write, pwrite64, writev, pwritev, pwritev2; sendfile; splice, copy_file_range: the argument that is the
 # descriptor written to, which may be a process's memory
 _DESTINATIONS = {1: 0, 18: 0, 20: 0, 296: 0, 328: 0, 40: 0, 275: 2, 326: 2}
@@ -129,6 +130,8 @@ class SyscallLog:
             return []
         else:
             ranges = [(result, _page_up(arguments[1] if number == 9 else arguments[2]))]
+            if number == 25 and arguments[3] & _MREMAP_DONTUNMAP:  # the old range stays mapped, emptied
+                ranges.append((arguments[0], _page_up(arguments[1])))
         return None if sum(size for _, size in ranges) > MOST_MAPPED else ranges
 
 
