@@ -262,3 +262,24 @@ def test_code_run_in_the_vdso_is_recorded_and_decodes(tmp_path):
         script = ["perf", "script", "-i", str(tmp_path / "perf" / "perf.data"), "--itrace=i0ns", "-F", "ip,sym"]
         shown = subprocess.run(script, capture_output=True, text=True, timeout=300).stdout
         assert len(shown.splitlines()) == decoded.item_count and "__vdso_clock_gettime" in shown
+
+
+def test_a_call_the_kernel_runs_again_after_an_ignored_signal(tmp_path):
+    """restarted_read.c blocks in a read that two SIGWINCH (no handler) interrupt before a child writes the data:
+    each stops the traced thread with rax -ERESTARTSYS, which the recorder kept as the read's result (and as the
+    registers after it, and the buffer as it was before); the kernel ran the read again.  Now what it kept is
+    what the read returned: 8, and the child's bytes."""
+    binary = tmp_path / "restarted_read"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "restarted_read.c")], check=True)
+    command = [sys.executable, "-m", "lldb_trace.cli", "record", "-o", str(tmp_path / "rec"), "--", str(binary)]
+    subprocess.run(command, capture_output=True, timeout=300, check=True)
+    (thread,) = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    (read,) = [
+        item.index
+        for item in thread.items()
+        if item.disassembly.startswith("syscall") and thread.registers_at(item.index)["rdx"] == 8
+        and thread.registers_at(item.index)["rax"] == 0
+    ]  # fmt: skip
+    buffer = thread.registers_at(read)["rsi"]
+    assert thread.registers_at(read + 1)["rax"] == 8
+    assert thread.read_memory_at(read + 1, buffer, 8) == (b"CHILDDAT", b"\xff" * 8)

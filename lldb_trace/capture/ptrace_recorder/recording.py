@@ -269,7 +269,8 @@ class _Tracee:
         if sig == signal.SIGTRAP:
             new_ip, was, ran = self._where(tid), recorder.current, len(recorder.truth.addresses)
             recorder.stepped(new_ip)
-            if new_ip != was or len(recorder.truth.addresses) != ran:  # not another round of a REP instruction
+            again = self.syscalls is not None and self.syscalls.resumed(tid)  # a call run again after a signal
+            if new_ip != was or len(recorder.truth.addresses) != ran or again:  # not another round of a REP
                 self._kept(tid, len(recorder.truth.addresses))
             if syscall is not None:
                 self.syscalls.returned(tid, syscall)
@@ -294,6 +295,8 @@ class _Tracee:
                 self._end_core(tid, sig)  # at the faulting instruction, the signal not yet delivered
             ptrace.step(tid, sig)  # ignored (a normal step follows) or fatal (the thread dies)
             return False
+        if self.syscalls is not None:
+            self.syscalls.dropped(tid)
         interrupted_rsp = ptrace.get_regs(tid)["rsp"] if self.syscalls is not None else None
         ptrace.step(tid, sig)
         _, status = os.waitpid(tid, ptrace.WALL)

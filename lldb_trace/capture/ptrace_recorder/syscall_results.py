@@ -32,6 +32,8 @@ _RED_ZONE = 128  # bytes below rsp a signal frame leaves alone (the x86-64 ABI)
 _ALWAYS = ("rax", "rcx", "r11")  # what every syscall sets: its result, the return address, the flags
 _NEW_CONTENTS = frozenset({9, 12, 25})  # mmap, brk, mremap: see SyscallLog._mapped
 _MREMAP_DONTUNMAP = 4
+# ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND, ERESTART_RESTARTBLOCK as rax holds them: a call stopped by a signal
+_RESTART_CODES = frozenset((1 << 64) - code for code in (512, 513, 514, 516))
 # write, pwrite64, writev, pwritev, pwritev2; sendfile; splice, copy_file_range: the argument that is the
 # descriptor written to, which may be a process's memory
 _DESTINATIONS = {1: 0, 18: 0, 20: 0, 296: 0, 328: 0, 40: 0, 275: 2, 326: 2}
@@ -43,6 +45,7 @@ class SyscallLog:
     def __init__(self, pid, memory):
         self.memory, self.pid = memory, pid
         self.entries = {}  # tid -> (instruction index, registers) of a thread standing at a syscall
+        self.stopped = {}  # tid -> the entry of a call a signal stopped: it runs again, or a handler takes over
         self.results = {}  # tid -> [result]
         self._heap_end = _heap_end(pid)  # where the brk heap's pages end
 
@@ -52,9 +55,14 @@ class SyscallLog:
             self.entries[tid] = (index, ptrace.get_regs(tid))
 
     def returned(self, tid, entry):
-        """Thread ``tid`` stepped over the syscall of ``entry`` (what ``entering`` noted)."""
+        """Thread ``tid`` stepped over the syscall of ``entry`` (what ``entering`` noted).  A call a signal stopped
+        (rax one of the kernel's restart codes, which no program sees) is not done: the kernel runs it again once
+        the signal is ignored (``resumed``) or a handler returns; a handler taking the signal ends it (``dropped``)."""
         index, before = entry
         after = ptrace.get_regs(tid)
+        if after["rax"] in _RESTART_CODES:
+            self.stopped[tid] = entry
+            return
         registers = {}
         for name in TRACKED:
             source = ptrace.PTRACE_NAMES.get(name, name)
@@ -64,6 +72,18 @@ class SyscallLog:
         memory = [] if written is None else [[address, data.hex()] for address, data in written]
         result = {"instruction": index, "registers": registers, "memory": memory, "unknownMemory": written is None}
         self.results.setdefault(tid, []).append(result)
+
+    def resumed(self, tid):
+        """Thread ``tid`` stepped again after the signal that stopped its call was ignored: the kernel ran the call
+        again, and this is what it left.  Whether a call was pending (the state after it is new too)."""
+        entry = self.stopped.pop(tid, None)
+        if entry is not None:
+            self.returned(tid, entry)
+        return entry is not None
+
+    def dropped(self, tid):
+        """A handler takes the signal that stopped thread ``tid``'s call: what the call left is not recorded."""
+        self.stopped.pop(tid, None)
 
     def signal_frame(self, tid, index, interrupted_rsp):
         """Thread ``tid`` stands at the first instruction of a signal handler, its ``index``-th: keep the stack the
