@@ -21,6 +21,7 @@ from lldb_trace import api as pt
 from lldb_trace.debugger import live_session as live
 from lldb_trace.debugger.recording_plan import RecordingPlan
 from lldb_trace.decode.decoded_thread import Gap
+from lldb_trace.values.machine_state import TRACKED
 
 pytestmark = pytest.mark.usefixtures("live_addresses_kept")
 
@@ -232,6 +233,12 @@ def test_a_misprediction_leaves_a_gap_not_wrong_instructions(tmp_path, monkeypat
     gap, *after = items
     assert isinstance(gap, Gap) and all(isinstance(address, int) for address in after)
     assert after == truth[len(truth) - len(after) :] and len(after) > 1000
+    # the registers kept at each stop name the instruction the trace holds there: the instructions the gap took
+    # (those after the last packet before it, which no decoder sees) are not counted
+    ((tid, _),) = backend.recorders.items()
+    counts, rows = backend.state_arrays(tid)
+    kept = [(count, rip) for count, rip in zip(counts.tolist(), rows[:, TRACKED.index("rip")].tolist(), strict=True)]
+    assert kept and all(after[count] == rip for count, rip in kept if count < len(after))
 
 
 def test_each_continue_stops_once_at_a_breakpoint_a_single_step_lands_on(tmp_path, monkeypatch):

@@ -48,6 +48,9 @@ class ThreadRecorder:
         self._overflow_state = "armed" if options.overflow_at is not None else "off"
         self._lost_start = 0
         self._enabled_in_gap = True
+        # the instructions before this index a decoder reaches by the packets so far: those after it it decodes
+        # only on reaching the next instruction that needs a packet
+        self._confirmed = 0
 
     # Observations.
 
@@ -75,7 +78,7 @@ class ThreadRecorder:
             # The common cases, kept short: no packet, or one TNT bit.
             if transfer == _CONDITIONAL:
                 writer.conditional(new_ip != insn.next_address)
-                self.current = new_ip
+                self.current, self._confirmed = new_ip, index + 1
                 return
             if transfer == _DIRECT:
                 self.current = new_ip
@@ -111,10 +114,15 @@ class ThreadRecorder:
         self.current = new_ip
 
     def lost(self, new_ip):
-        """The thread went from ``current`` to ``new_ip`` along an unknown path: a gap, as after an overflow."""
+        """The thread went from ``current`` to ``new_ip`` along an unknown path: a gap, as after an overflow.  The
+        instructions since the last packet are lost with it: a decoder meets the overflow where it next needs a
+        packet, before them (so a known state kept there names no position in the trace)."""
         if self._overflow_state != "lost":
+            ran = len(self.truth.addresses)
             if not self.writer.enabled:
-                self.writer.enable(self.current, len(self.truth.addresses))
+                self.writer.enable(self.current, ran)
+            elif self._confirmed < ran:
+                self.truth.lost.append((self._confirmed, ran))
             self.writer.overflow()
             self.writer.resume(new_ip)
         self.current = new_ip
@@ -139,9 +147,12 @@ class ThreadRecorder:
         writer = self.writer
         if not writer.enabled:
             writer.enable(self.current, index)
+            self._confirmed = index
         elif insn.transfer == Transfer.OTHER and not insn.repeats:
             writer.resync(self.current, index)
         transfer = insn.transfer
+        if transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT, Transfer.FAR):
+            self._confirmed = index + 1
         if transfer == Transfer.CONDITIONAL:
             writer.conditional(new_ip != insn.next_address)
         elif transfer == Transfer.INDIRECT:

@@ -126,12 +126,18 @@ class SoftwareBackend:
         self.states.keep(tid, index, np.array([registers[name] for name in TRACKED], dtype=np.uint64).tobytes())
 
     def state_arrays(self, tid):
-        """``(instruction counts, rows)`` of thread ``tid``'s states in its trace (values/register_states.py);
-        None with a circular buffer, whose trace begins at an instruction the count does not say."""
+        """``(instruction counts, rows)`` of thread ``tid``'s states in its trace (values/register_states.py), each
+        counted among the instructions the trace holds; None with a circular buffer, whose trace begins at an
+        instruction the count does not say."""
         recorder = self.recorders.get(tid)
         if recorder is None or self.buffer_bytes:
             return None
-        return self.states.arrays(tid)
+        found = self.states.arrays(tid)
+        if found is None:
+            return None
+        where = recorder.truth.traced(found[0])  # counts of instructions the trace holds (a gap loses some)
+        kept = where >= 0
+        return where[kept].astype(np.uint64), found[1][kept]
 
     def catch_up(self, tid):
         """Record the run a signal stop ended unseen by the plan (when the trace is read, or a command starts); a
