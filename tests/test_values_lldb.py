@@ -305,3 +305,30 @@ def test_a_known_state_the_recovery_refuses_is_said_once_not_hidden(tmp_path):
     said = run.stdout + run.stderr
     assert said.count("warning: values at past positions are not shown: ") == 1, said
     assert "is not where the trace of thread" in said and "error: rsp is not known at this position" in said
+
+
+def test_a_global_whose_bytes_are_unknown_can_be_watched(session, tmp_path, monkeypatch):
+    """global_other_thread.c's global is written by a thread ``pt start`` does not trace, so at the traced thread's
+    past positions its bytes are not known: LLDB gives no address for a value it cannot read, and ``watchpoint set
+    variable shared_global`` said "no variable" (``&shared_global`` failed to materialize).  Both take the
+    address from its symbol now."""
+    from support.launching import launchable
+
+    binary = launchable(tmp_path, monkeypatch, "global_other_thread.c", "-O0", "-pthread")
+    session.launch(binary, "-n marker")
+    session.ok("pt start --backend software")
+    session.ok("breakpoint delete --force")
+    session.ok("breakpoint set -n done")
+    session.handle("continue")
+    live = session.target
+    session.ok("breakpoint delete --force")
+    session.ok("breakpoint set -n probe")
+    session.ok("pt reverse-continue")
+    target = session.target
+    address = target.FindSymbols("shared_global")[0].GetSymbol().GetStartAddress().GetLoadAddress(target)
+    session.ok("watchpoint set variable shared_global")
+    session.ok("watchpoint set expression -s 4 -- &shared_global")
+    errors = session.streams()[1]
+    assert "error" not in errors, errors
+    assert [watchpoint.GetWatchAddress() for watchpoint in live.watchpoint_iter()] == [address]  # LLDB's own, live
+    live.GetProcess().Kill()

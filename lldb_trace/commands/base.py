@@ -34,6 +34,9 @@ class OptionValueError(LldbTraceError):
     """An option's value is not one the option takes."""
 
 
+_NO_ADDRESS = 0xFFFFFFFFFFFFFFFF  # LLDB_INVALID_ADDRESS: a value in a register, or none
+
+
 def number_error(option, text, least=0):
     if is_negative_number(text):
         return OptionValueError(f"{option} must be {least} or more, not {text}")
@@ -290,15 +293,35 @@ def _argument_type(name):
 
 
 def address_of(target, text):
-    """An address given as a number, or as an expression evaluated in the selected frame (``&ada.course``)."""
+    """An address given as a number, or as an expression evaluated in the selected frame (``&ada.course``); a
+    variable's address is taken without its value, which may not be known at a past position."""
     number = parse_number(text)
     if number is not None:
         return number
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    variable = variable_in_memory(target, text[1:].strip()) if text.startswith("&") else None
+    if variable is not None:
+        return variable[0]
     value = frame.EvaluateExpression(text) if frame.IsValid() else target.EvaluateExpression(text)
     if not value.GetError().Success():
         raise LldbTraceError(f"'{text}' is no address: {_first_error(value.GetError().GetCString())}")
     return value.GetValueAsUnsigned()
+
+
+def variable_in_memory(target, path):
+    """``(address, size, declaration SBDeclaration or None)`` of variable ``path`` (``x``, ``ada.course``) in the
+    selected frame, or else a global one, where it is in memory; None elsewhere.  Its address needs no value: a
+    global's comes from its symbol where LLDB, which reads the value first, cannot say it (not known here)."""
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    local = frame.GetValueForVariablePath(path) if frame.IsValid() else None
+    for value in (local, target.FindFirstGlobalVariable(path)):
+        if value is not None and value.IsValid() and value.GetLoadAddress() != _NO_ADDRESS:
+            return value.GetLoadAddress(), value.GetByteSize(), value.GetDeclaration()
+    symbols = [found.GetSymbol() for found in target.FindSymbols(path)]
+    data = [symbol for symbol in symbols if symbol.GetType() == lldb.eSymbolTypeData]
+    if len(data) == 1 and local is not None and local.IsValid():  # a global LLDB knows, whose bytes are unknown
+        return data[0].GetStartAddress().GetLoadAddress(target), local.GetByteSize(), local.GetDeclaration()
+    return None
 
 
 def _first_error(text):

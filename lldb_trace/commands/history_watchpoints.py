@@ -19,7 +19,7 @@ import lldb
 from ..debugger import history_watchpoints
 from ..debugger.histories import live_of, shows_history
 from ..errors import LldbTraceError
-from .base import address_of, parse_number
+from .base import address_of, parse_number, variable_in_memory
 
 _KINDS = {"write": "write", "w": "write", "read": "read", "r": "read", "read_write": "read_write", "rw": "read_write",
           "modify": "modify", "m": "modify"}  # fmt: skip
@@ -102,8 +102,8 @@ def _resolved(view, command, text, size):
     if command == "watchpoint set variable":
         if not text:
             raise WatchpointError("give a variable to watch: watchpoint set variable NAME")
-        value = _variable(view, text)
-        return value.GetLoadAddress(), size or value.GetByteSize()
+        address, byte_size, _ = _variable(view, text)
+        return address, size or byte_size
     if not text:
         raise WatchpointError("give an address: watchpoint set expression -- ADDRESS")
     return address_of(view, text), size or 8
@@ -138,22 +138,24 @@ def _set_variable(target, args):
     kind, size, name = _options(args)
     if not name:
         raise WatchpointError("give a variable to watch: watchpoint set variable NAME")
-    value = _variable(target, name)
-    address = value.GetLoadAddress()
-    declared = value.GetDeclaration()
+    address, byte_size, declared = _variable(target, name)
     where = f"{declared.GetFileSpec().fullpath}:{declared.GetLine()}" if declared.IsValid() else None
-    return _added(target, address, size or value.GetByteSize(), kind, name, where)
+    return _added(target, address, size or byte_size, kind, name, where)
 
 
 def _variable(target, name):
-    """The SBValue of variable ``name`` in the selected frame, which is in memory."""
+    """``(address, size, declaration)`` of variable ``name`` in the selected frame or a global one, which is in
+    memory (its value need not be known at this position)."""
+    found = variable_in_memory(target, name)
+    if found is not None:
+        return found
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
-    value = frame.GetValueForVariablePath(name)
-    if not value.IsValid() or value.GetError().Fail():
-        raise WatchpointError(f"no variable '{name}' in the selected frame")
-    if value.GetLoadAddress() == 0xFFFFFFFFFFFFFFFF:
-        raise WatchpointError(f"'{name}' is not in memory (a register variable): watch an address instead")
-    return value
+    if frame.GetValueForVariablePath(name).IsValid():
+        raise WatchpointError(
+            f"LLDB gives no address of '{name}' here (a register variable, or a local whose bytes are not known at "
+            "this position): watch its address instead (watchpoint set expression -- ADDRESS)"
+        )
+    raise WatchpointError(f"no variable '{name}' in the selected frame, nor a global one")
 
 
 def _set_expression(target, args):
