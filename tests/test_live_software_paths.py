@@ -9,6 +9,7 @@ silent signal handler, the vdso's clock code.
 
 import subprocess
 
+import lldb
 import pytest
 from support.paths import SOURCES
 
@@ -398,3 +399,27 @@ def test_continue_past_a_signal_stop_records_its_handler_and_the_saved_trace_loa
         assert not gaps and second in items  # the handler, from its second instruction on
     else:
         assert isinstance(items[0], Gap) and isinstance(items[1], int)  # the ret into the store, then the gap
+
+
+def test_stop_in_the_past_start_again_and_resume_after_the_exit(tmp_path, monkeypatch):
+    """``pt stop`` at a past position stops the process the view shows (it said "not traced"); ``pt start`` there
+    says to go to the end first; ``continue`` after the process exited says so at once (it waited 5 s for a
+    resume that could not come, and said "Resume timed out")."""
+    binary = launchable(tmp_path, monkeypatch, "branches.c", "-O0")
+    session = Session(tmp_path)
+    try:
+        session.launch(binary, "-n main")
+        session.ok("pt start --backend software")
+        session.ok("next")
+        session.ok("pt reverse-stepi")
+        assert "Stopped tracing process" in session.ok("pt stop")
+        refused = session.handle("pt start --backend software")
+        assert not refused.Succeeded() and "'pt goto end' first" in refused.GetError()
+        session.ok("pt goto end")
+        session.ok("pt start --backend software")
+        session.handle("continue")
+        assert session.target.GetProcess().GetState() == lldb.eStateExited
+        session.handle("continue")
+        assert "is gone (exited): 'run' starts it again" in session.streams()[1]
+    finally:
+        session.close()

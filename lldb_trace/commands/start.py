@@ -12,6 +12,7 @@ import lldb
 from .. import progress
 from ..capture.intel_pt import pmu as intel_pt_pmu
 from ..debugger import live_session, live_values, recording_plan, registry
+from ..debugger.histories import live_of
 from ..debugger.progress_reporter import LldbReporter
 from ..errors import LldbTraceError
 from . import history_stepping
@@ -67,6 +68,8 @@ class StartCommand(TidOptionCommand):
         process = target.GetProcess()
         if not process.IsValid() or not process.is_alive:
             raise LldbTraceError("no live process: launch or attach one, stop it, then 'pt start'")
+        if process.GetPluginName() == "ScriptedProcess" and live_of(target) is not None:
+            raise LldbTraceError("this is the process's past: 'pt goto end' first, then 'pt start' records from there")
         if process.GetPluginName() == "ScriptedProcess":
             raise LldbTraceError("this target is a loaded trace, not a live process: 'pt start' needs a running one")
         tids = _tids(process, self.tids, parser.was_set("all"))
@@ -111,6 +114,7 @@ class StopCommand(TraceCommand):
 
     def run(self, debugger, args, exe_ctx, result):
         target = debugger.GetSelectedTarget()
+        target = live_of(target) or target  # at a past position: the process its history view shows
         session = live_session.session_for(target)
         if session is None:
             if registry.for_target(target) is not None and target.GetProcess().GetPluginName() != "ScriptedProcess":

@@ -279,6 +279,10 @@ def silent_signals(process):
     return mask
 
 
+def _state_name(process):
+    return "exited" if process.GetState() == lldb.eStateExited else lldb.SBDebugger.StateAsCString(process.GetState())
+
+
 def _passed(signals, signo):
     """Whether LLDB hands signal ``signo`` to the process when it resumes (``process handle``'s pass)."""
     return 0 < signo < 64 and not signals.GetShouldSuppress(signo)
@@ -287,6 +291,9 @@ def _passed(signals, signo):
 def run_recorded(debugger, session, mode):
     """Run ``mode`` on the selected thread as a recorded single-step plan; returns the status text."""
     process = session.target.GetProcess()
+    if not process.is_alive:  # it exited, or was killed: LLDB's own commands say so (this one waited for a resume)
+        state = _state_name(process)
+        raise LiveTraceError(f"process {process.GetProcessID()} is gone ({state}): 'run' starts it again")
     thread = process.GetSelectedThread()
     if thread.GetThreadID() not in session.tids and mode == "continue":  # the process goes on: its traced thread runs
         thread = next((traced for traced in process if traced.GetThreadID() in session.tids), thread)
