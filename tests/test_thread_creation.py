@@ -99,3 +99,11 @@ def test_asynchronous_io_set_up_in_the_trace_makes_memory_shared():
     bytes after the read that filled it had been queued)."""
     assert _first_creation(_imm(MOV_EAX, 425), SYSCALL) == 1  # io_uring_setup
     assert _first_creation(_imm(MOV_EAX, 206), SYSCALL) == 1  # io_setup
+
+
+def test_a_number_is_not_followed_back_past_a_call_that_may_restore_every_register():
+    """rt_sigreturn on a frame the program made loads r13 (and every register) from it: a number moved from r13
+    after it is not the constant r13 held before it."""
+    number_in_r13 = "41bd" + (39).to_bytes(4, "little").hex()  # mov r13d, 39 (getpid)
+    sigreturn = [_imm(MOV_EAX, 15), SYSCALL]
+    assert _first_creation(number_in_r13, *sigreturn, *["90"] * 100, "4c89e8", SYSCALL) == 104

@@ -308,14 +308,22 @@ class ThreadValues:
         recorder nor the constants just before it say (thread_creation.number_and_flags)."""
         found = self._calls.get(position)
         if found is None:
-            found = self._calls[position] = number_and_flags(
-                position,
-                lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
-                lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
-                lambda p: self._recorded.at(p) if self._recorded is not None else None,
-                self._chains,
-            )
+            for earlier in self._syscall_positions():  # in order: a walk back from one passes the calls before it
+                if earlier >= position:
+                    break
+                if earlier not in self._calls:
+                    self._calls[earlier] = self._number_and_flags(earlier)
+            found = self._calls[position] = self._number_and_flags(position)
         return found
+
+    def _number_and_flags(self, position):
+        return number_and_flags(
+            position,
+            lambda p: self._effect(self.addresses[p]) if self.addresses[p] else None,
+            lambda p: self._cut(p, self._effect(self.addresses[p]), self.addresses[p + 1] or None, inferred=False),
+            lambda p: self._recorded.at(p) if self._recorded is not None else None,
+            self._chains,
+        )
 
     def _effect(self, address):
         effect = self._effects.get(address, False)

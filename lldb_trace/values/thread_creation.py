@@ -29,6 +29,7 @@ from .kernel_steps import EXACT
 from .registers import RAX, RBP, RDI, RSP
 
 CLONE, CLONE3 = 56, 435
+_SIGRETURN = 15
 _ASYNCHRONOUS = frozenset((CLONE3, 206, 425))  # clone3 (its flags in memory), io_setup, io_uring_setup
 _CLONE_VM, _CLONE_VFORK = 0x100, 0x4000
 _SYSCALL = b"\x0f\x05"
@@ -124,6 +125,8 @@ def number_and_flags(position, effect_at, cut_after, recorded_at, chains=None):
     number = run.integer(RAX)
     if number is None:
         number = _chained(position, RAX, effect_at, cut_after, {} if chains is None else chains)
+    if chains is not None:
+        chains[("call", position)] = call_number(number)  # what a later walk back past this call needs
     return call_number(number), run.integer(RDI)
 
 
@@ -131,8 +134,9 @@ def _chained(position, register, effect_at, cut_after, chains):
     """The constant ``register`` holds before ``position``, followed back through the instructions that last
     wrote it (a number set before a loop, moved in at the call): a ``mov`` of an immediate, a zeroing ``xor``,
     or a ``mov`` of a whole other register, followed in turn.  None where anything else writes it or a cut comes
-    first.  ``chains``: {(register, position): its constant there}, what earlier walks found: a walk ends at the
-    start of one for the same register (each syscall of a loop would walk back to the same ``mov`` again)."""
+    first, or a system call that may be rt_sigreturn.  ``chains``: {(register, position): its constant there},
+    what earlier walks found (a walk ends at the start of one for the same register: each syscall of a loop would
+    walk back to the same ``mov`` again), and {("call", position): the number of the syscall there}."""
     started, earlier = [], position - 1
     while True:
         if (register, earlier + 1) in chains:
@@ -140,7 +144,7 @@ def _chained(position, register, effect_at, cut_after, chains):
             break
         started.append((register, earlier + 1))
         effect = effect_at(earlier) if earlier >= 0 else None
-        if effect is None or cut_after(earlier):
+        if effect is None or cut_after(earlier) or (effect.kind == "syscall" and not _kept_across(earlier, chains)):
             found = None
             break
         if register in effect.writes:
@@ -151,6 +155,13 @@ def _chained(position, register, effect_at, cut_after, chains):
     for key in (*started[:_MEMOS], *started[-_MEMOS:]):  # where later walks meet this one: its ends
         chains[key] = found
     return found
+
+
+def _kept_across(position, chains):
+    """Whether the ``syscall`` at ``position`` leaves the registers it does not return in as they were: its number
+    is known (found before: calls are looked at in order) and not rt_sigreturn's, which loads them all."""
+    number = chains.get(("call", position))
+    return number is not None and number != _SIGRETURN
 
 
 def _written_constant(effect, register):
@@ -190,6 +201,9 @@ class _LookBack:
         return value if isinstance(value, int) else None
 
     def step(self, effect):
+        if effect.kind == "syscall":  # it may be rt_sigreturn, which loads every register from a frame
+            self.known, self.frame = {RSP: _Stack(0)}, {}
+            return
         before = dict(self.known)
         places = [self._place(ref, before) for _, ref, _ in effect.accesses]
         loads = {
