@@ -33,7 +33,8 @@ def _first_creation(*pieces, recorded=None):
     def call_at(position):
         return number_and_flags(position, effect_at, lambda p: False, lambda p: (recorded or {}).get(p))
 
-    return first_creation(addresses, read_code, call_at)
+    calls = [position for position, address in enumerate(addresses) if read_code(address, 2) == bytes.fromhex(SYSCALL)]
+    return first_creation(call_at, calls)
 
 
 @pytest.mark.parametrize(

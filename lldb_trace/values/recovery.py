@@ -282,10 +282,9 @@ class ThreadValues:
         return self.shared or number >= self._first_shared
 
     def first_creation(self, at=None):
-        """The first position whose ``syscall`` may start a task sharing this thread's memory (of positions ``at``,
-        or any), or None."""
-        at = self._syscall_positions() if at is None else at
-        return first_creation(self.addresses, self._read_code, self.syscall_call, at)
+        """The first position whose ``syscall`` may start a task sharing this thread's memory (of the syscall
+        positions ``at``, or any), or None."""
+        return first_creation(self.syscall_call, self._syscall_positions() if at is None else at)
 
     @property
     def volatile(self):

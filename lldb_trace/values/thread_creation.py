@@ -38,17 +38,10 @@ _MEMOS = 4096  # the steps kept at each end of a walk back through register move
 _WHOLE = ((0, 32), (0, 64))  # (shift, width) of a register written whole: a 32-bit write zero-extends
 
 
-def first_creation(addresses, read_code, call_at, at=None) -> int | None:
-    """The first position whose ``syscall`` may start a thread sharing the memory, or None.
-
-    ``addresses``: the instruction at each position; ``read_code(address, size)``; ``call_at(position)``: the
-    ``(number, flags)`` of the syscall there (number_and_flags); ``at``: the positions to look at (every one by
-    default)."""
-    calls = {address for address in set(addresses) if read_code(address, 2) == _SYSCALL}
-    for position in range(len(addresses)) if at is None else at:
-        if addresses[position] in calls and _may_create(*call_at(position)):
-            return position
-    return None
+def first_creation(call_at, calls) -> int | None:
+    """The first of the positions ``calls`` (each a ``syscall``'s, in order) whose call may start a thread sharing
+    the memory, or None; ``call_at(position)``: the ``(number, flags)`` of the call there (number_and_flags)."""
+    return next((position for position in calls if _may_create(*call_at(position))), None)
 
 
 def head_windows(decoded, expander, first, read_code, effect_of) -> list[tuple[int, ...]]:
