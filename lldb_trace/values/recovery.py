@@ -45,6 +45,7 @@ from .semantics import decode
 from .shared_mappings import disjoint, registered_rseq_areas
 from .structure import Structure
 from .thread_creation import first_creation, number_and_flags
+from .window_flow import WindowFlow
 
 CHUNK = 4096
 _RESUME_FLAG = 0x10000  # RF in rflags
@@ -136,6 +137,7 @@ class ThreadValues:
         self._emulator = Emulator()
         self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
         self._final, self._forward, self._structures = {}, {}, {}
+        self._window_flow = None  # made on first use: the positions' addresses as an array
         self.chunks = max(1, -(-self.count // CHUNK))
 
     # -- questions ----------------------------------------------------------------------------------------------
@@ -231,14 +233,9 @@ class ThreadValues:
         found = self._structures.get(number)
         if found is None:
             low, high = number * CHUNK, min(self.count, (number + 1) * CHUNK)
-            effects, nexts, cuts = [], [], []
-            for position in range(low, high):
-                address = self.addresses[position]
-                following = self.addresses[position + 1] if position + 1 < self.count else None
-                effect = self._effect(address) if address else None
-                effects.append(effect)
-                nexts.append(following or None)
-                cuts.append(self._cut(position, effect, following))
+            if self._window_flow is None:
+                self._window_flow = WindowFlow(self)
+            effects, nexts, cuts = self._window_flow.window(low, high)
             deliveries = self._signals.mark(low, effects, cuts)
             found = Structure(effects, nexts, cuts, self._shared(number), deliveries)
             self._structures[number] = found
