@@ -234,7 +234,7 @@ def test_a_traced_thread_missing_from_the_core_is_refused_unless_it_exited(cases
     assert positions == [END, None]
 
 
-def test_core_keys_name_missing_files_and_a_start_core_of_another_process(cases):
+def test_core_keys_name_missing_files_and_a_start_core_of_another_process_or_build(cases):
     for key in ("coreFile", "startCoreFile"):
         bundle = with_keys(cases.bundle, "missing-file.json", {key: "nowhere.core"})
         text = one_line_error(BundleError, lambda b=bundle: api.open_bundle(b))
@@ -242,6 +242,11 @@ def test_core_keys_name_missing_files_and_a_start_core_of_another_process(cases)
     bundle = with_keys(cases.bundle, "start.json", {"startCoreFile": str(cases.foreign_core)})
     assert "(the state where recording started) is a core of process" in one_line_error(
         CoreMismatchError, lambda: api.open_bundle(bundle)
+    )
+    # a start state of another build gave that build's values at the first positions (its globals' first values)
+    bundle = with_keys(cases.bundle, "start-build.json", {"startCoreFile": str(cases.other_build_core)})
+    assert f"(the state where recording started): {cases.program} at 0x400000 has build-id {OTHER_BUILD_ID[2:]}" in (
+        one_line_error(CoreMismatchError, lambda: api.open_bundle(bundle))
     )
 
 

@@ -101,20 +101,7 @@ def check_core(core, process_trace):
             f"{core.path} is a core of process {core.pid}, but the trace is of process {process.pid}: "
             f"give the core of process {process.pid}"
         )
-    for module in process.modules:
-        expected = module.build_id or (module.uuid and module.uuid.replace("-", "").lower())
-        found = core.build_id_at(module.load_address)
-        if expected and found and found != expected and not module.uuid:  # the file's own: which is wrong?
-            raise CoreMismatchError(
-                f"{core.path}: {module.system_path} at {module.load_address:#x} has build-id {found} in the core, "
-                f"but the file is build-id {expected}, and the trace names none: give the module file of the build "
-                "that ran (or its uuid in the bundle), or the core of the traced run"
-            )
-        if expected and found and found != expected:
-            raise CoreMismatchError(
-                f"{core.path}: {module.system_path} at {module.load_address:#x} has build-id {found} in the core, "
-                f"but {expected} in the trace: the core is of another build; give the core of the traced run"
-            )
+    _check_builds(core, process)
     positions = {}
     for tid in process_trace.tids:
         stop = process_trace.thread_stop(tid)
@@ -141,6 +128,25 @@ def check_core(core, process_trace):
             )
         positions[tid] = position
     return positions
+
+
+def _check_builds(core, process, role=""):
+    """CoreMismatchError where a module's build-id in the core's memory is not the traced build's (``role``: how
+    the message names the core, after its path)."""
+    for module in process.modules:
+        expected = module.build_id or (module.uuid and module.uuid.replace("-", "").lower())
+        found = core.build_id_at(module.load_address)
+        if not (expected and found and found != expected):
+            continue
+        where = f"{core.path}{role}: {module.system_path} at {module.load_address:#x} has build-id {found} in the core"
+        if not module.uuid:  # the file's own: which is wrong?
+            raise CoreMismatchError(
+                f"{where}, but the file is build-id {expected}, and the trace names none: give the module file of "
+                "the build that ran (or its uuid in the bundle), or the core of the traced run"
+            )
+        raise CoreMismatchError(
+            f"{where}, but {expected} in the trace: the core is of another build; give the core of the traced run"
+        )
 
 
 _SYSTEM_CALL = b"\x0f\x05"
@@ -255,3 +261,4 @@ def _check_start_core(core, process):
             f"{core.path} (the state where recording started) is a core of process {core.pid}, but the trace is of "
             f"process {process.pid}: give the start state of process {process.pid}"
         )
+    _check_builds(core, process, " (the state where recording started)")
