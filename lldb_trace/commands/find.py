@@ -17,8 +17,9 @@ DEFAULT_COUNT = 20
 
 
 SHARED_NOTE = (
-    "note: these bytes are in a shared mapping: another process, or this one through another mapping of the same"
-    " memory, may write them too, unseen; their values are known only where a known state gives them"
+    "note: these bytes are in a shared mapping, or in memory the known states map nowhere: another process, this"
+    " one through another mapping of the same memory, or a mapping made and removed within the trace may change"
+    " them unseen; their values are known only where a known state gives them"
 )
 
 

@@ -8,6 +8,9 @@ instruction that wrote the bytes (frame #0 at the instruction after the store,
 as GDB and rr stop), with the old and new values where they are known.  A
 write whose address is not known at its position is no stop: it may not have
 touched the bytes, and stopping at every unknown store would stop everywhere.
+One whose area is known but not which bytes of it it wrote (a masked store
+whose mask is not known, a string instruction whose direction is not) stops,
+saying so: going past it would stop at an older write than the last.
 """
 
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..values.process_values import values_of
+from ..views.accesses import clipped
 
 
 @dataclass
@@ -93,9 +97,10 @@ def stop_positions(target, trace, tid, live=None):
         return kept[2]
     stops = {}
     for watchpoint in enabled:
-        for access in values.accesses(watchpoint.address, watchpoint.size, _ACCESSES.get(watchpoint.kind, ("write",))):
-            if not access.exact:
-                continue
+        for whole in values.accesses(watchpoint.address, watchpoint.size, _ACCESSES.get(watchpoint.kind, ("write",))):
+            if whole.address is None:
+                continue  # it may have written anywhere (the module doc)
+            access = clipped(whole, watchpoint.address, watchpoint.size)
             if watchpoint.kind == "modify" and access.old is not None and access.old == access.new:
                 continue
             stops.setdefault(access.position + 1, (watchpoint, access))
@@ -113,6 +118,8 @@ def note_stop(trace, tid, position, watchpoint, access):
     lines = [f"Watchpoint {watchpoint.id} hit:", f"old value: {before}", f"new value: {after}"]
     if access.kind == "read":
         lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
+    if not access.exact:
+        lines.append(f"(the instruction may have {'written' if access.kind == 'write' else 'read'} them: only the area it reaches is known)")
     _stops(trace)[(tid, position)] = (watchpoint.id, lines)
     return lines
 

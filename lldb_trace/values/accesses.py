@@ -42,8 +42,8 @@ def in_shared_mapping(values: ThreadValues, address: int, size: int) -> bool:
 def window_accesses(values: ThreadValues, address: int, size: int, kinds=("write",)) -> list[Access]:
     """ThreadValues.accesses: the accesses each window solved lays out, and the writes the kernel made that the
     known states record (a system call's buffers, a signal's frame: at the instruction the call is, or after
-    which the signal came), newest first; an access whose area is only bounded, or a write at an unknown
-    address, as one that may have touched the bytes."""
+    which the signal came), newest first; an access whose area is only bounded (with that area), or a write at an
+    unknown address (with none), as one that may have touched the bytes."""
     from .recovery import CHUNK, Access
 
     found = []
@@ -58,8 +58,10 @@ def window_accesses(values: ThreadValues, address: int, size: int, kinds=("write
         for i in reversed(range(chunk.n)):
             for k, kind, where, length, may in by_instruction.get(i, ()):
                 name = "write" if kind == "w" else "read"
-                if may and name in kinds and i not in chunk.unknown_writes:  # an area only bounded
-                    found.append(Access(low + i, name, None, 0, None, None, False))
+                if may and name in kinds and i not in chunk.unknown_writes:  # an area only bounded: which bytes
+                    old = _bytes(chunk, i, where, length)  # of it (a masked store's), or how far, is not known
+                    new = _bytes(chunk, i + 1, where, length) if kind == "w" else old
+                    found.append(Access(low + i, name, where, length, old, new, False))
                 elif name in kinds and not may:
                     old = _bytes(chunk, i, where, length)
                     new = _bytes(chunk, i + 1, where, length) if kind == "w" else old

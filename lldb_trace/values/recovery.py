@@ -66,7 +66,8 @@ class SyscallResult:
 
 @dataclass(frozen=True)
 class Access:
-    """One instruction's access to memory; ``exact`` False: its address is unknown and it MAY touch the range."""
+    """One instruction's access to memory; ``exact`` False: it MAY have touched the range: its address is unknown
+    (None), or only the area it may reach is known (a masked store's, a string instruction's of unknown direction)."""
 
     position: int
     kind: str  # "read" | "write"

@@ -18,7 +18,7 @@ def shown_accesses(found: Iterable[Access], pc_at, symbolizer: Symbolizer, asked
     ``pc_at(position)`` is the address of the instruction there."""
     shown = []
     for whole in found:
-        access = _clipped(whole, *asked)
+        access = clipped(whole, *asked)
         pc = pc_at(access.position)
         location = symbolizer.locate(pc) if pc else None
         shown.append(
@@ -38,7 +38,7 @@ def shown_accesses(found: Iterable[Access], pc_at, symbolizer: Symbolizer, asked
     return shown
 
 
-def _clipped(access: Access, address: int, size: int) -> Access:
+def clipped(access: Access, address: int, size: int) -> Access:
     """``access`` narrowed to the bytes of ``[address, address + size)`` it touched (a 4 KiB ``xsave`` that
     wrote 8 watched bytes shows those 8)."""
     if access.address is None:
@@ -61,22 +61,24 @@ def _value(hex_bytes: str | None) -> str:
 
 
 def accesses_text(shown: Sequence[dict], what: str, more: bool) -> str:
-    """A table newest first; ``what`` names the bytes and the thread; ``more``: -c cut the list short.  The
-    instructions that may have touched the bytes (their address, or how far they reach, is not known) are counted
-    between the ones that did, not listed one by one (``--json`` lists them)."""
+    """A table newest first; ``what`` names the bytes and the thread; ``more``: -c cut the list short.  An
+    instruction that may have touched the bytes, of which only the area it may reach is known (a masked store),
+    is listed as "may write"; those whose address is not known are counted between the ones that did, not listed
+    one by one (``--json`` lists them)."""
     if not shown:
         return f"No instruction in the trace {what}."
     width = max(len(str(shown[0]["index"])), len("index"))
     lines = [f"Instructions that {what}, newest first ('pt goto INDEX' goes to one):"]
     unsure: list[dict] = []
     for row in shown:
-        if not row["exact"]:
+        if row["address"] is None:
             unsure.append(row)
             continue
         lines.extend(_unsure_line(unsure, width))
         unsure = []
         change = f"{_value(row['old'])} -> {_value(row['new'])}" if row["kind"] == "write" else _value(row["new"])
-        lines.append(f"{row['index']:>{width}}  {row['kind']} {row['size']} bytes at {row['address']}: {change}")
+        verb = row["kind"] if row["exact"] else f"may {row['kind']}"
+        lines.append(f"{row['index']:>{width}}  {verb} {row['size']} bytes at {row['address']}: {change}")
         lines.append(f"{'':>{width}}    {row['where'] or row['pc']}: {row['disassembly'] or ''}")
     lines.extend(_unsure_line(unsure, width))
     if more:
