@@ -119,7 +119,8 @@ def note_stop(trace, tid, position, watchpoint, access):
     if access.kind == "read":
         lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
     if not access.exact:
-        lines.append(f"(the instruction may have {'written' if access.kind == 'write' else 'read'} them: only the area it reaches is known)")
+        done = "written" if access.kind == "write" else "read"
+        lines.append(f"(the instruction may have {done} them: only the area it reaches is known)")
     _stops(trace)[(tid, position)] = (watchpoint.id, lines)
     return lines
 
