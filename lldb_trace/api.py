@@ -40,7 +40,7 @@ from .process_trace import ProcessTrace, UnknownThreadError
 from .symbolize import ElfSymbolizer, Symbolizer
 from .trace_files import load_trace
 from .traced_thread import TracedThread
-from .values.accesses import MAX_SIZE, accesses
+from .values.accesses import accesses, checked_span
 from .values.core_match import thread_end
 from .values.machine_state import TRACKED
 from .values.process_values import values_of
@@ -215,8 +215,7 @@ class ThreadTrace(TracedThread):
         0xff for each byte known there, 0 for each unknown one (its data byte is 0).  Without a known state
         only the modules' code and read-only data are known."""
         position = self.history.resolve(self.position if index is None else index)
-        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SIZE:
-            raise LldbTraceError(f"size {size!r}: give a number of bytes from 1 to {MAX_SIZE}")
+        address, size = checked_span(address, size)
         if not values_of(self.process_trace).has_known_state(self.tid):
             data = self.module_bytes.read_unchanging(address, size)
             return data + bytes(size - len(data)), b"\xff" * len(data) + bytes(size - len(data))

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from support.paths import SOURCES, TRACES
 from support.trace_scripts import scenarios
@@ -124,6 +125,9 @@ def test_positions_count_back_from_the_end_and_bad_arguments_say_what_to_give():
     last = thread.item_count - 1
     assert thread.goto(-1) == last and thread.registers_at(-1) == thread.registers_at(last)
     assert thread.read_memory_at(-1, 0x7FFFFFFFEB80, 8) == thread.read_memory_at(last, 0x7FFFFFFFEB80, 8)
+    assert thread.read_memory_at(np.int64(last), np.uint64(0x7FFFFFFFEB80), 8) == thread.read_memory_at(
+        last, 0x7FFFFFFFEB80, 8
+    )  # numpy integers are integers (they were refused)
     assert [m.index for m in thread.find(line="gradebook.c:23")] == [
         m.index for m in thread.find(line=("gradebook.c", 23))
     ]
@@ -133,6 +137,12 @@ def test_positions_count_back_from_the_end_and_bad_arguments_say_what_to_give():
         (lambda: thread.read_memory_at(5, 0x7FFFFFFFEB80, -4), "size -4: give a number of bytes from 1 to"),
         (lambda: thread.find(function="add_mark", write=0x10), "find takes write= or read= alone"),
         (lambda: thread.find(line="gradebook"), "give (FILE, LINE) or 'FILE:LINE'"),
+        # an address below 0, past 64 bits or not an int answered "unknown"; a limit below 1 cut the list's tail
+        (lambda: thread.read_memory_at(5, -1, 4), "an address is a 64-bit unsigned int, not -1"),
+        (lambda: thread.read_memory_at(5, 1.5, 4), "an address is a 64-bit unsigned int, not 1.5"),
+        (lambda: thread.read_memory_at(5, 2**64 - 2, 4), "4 bytes at 0xfffffffffffffffe run past the end"),
+        (lambda: thread.find(write=0x7FFFFFFFEB80, limit=-1), "limit -1: give how many accesses to list"),
+        (lambda: thread.find(write=0x7FFFFFFFEB80, limit="a"), "limit 'a': give how many accesses to list"),
     ]:
         with pytest.raises(LldbTraceError, match=message.replace("(", r"\(").replace(")", r"\)")):
             call()

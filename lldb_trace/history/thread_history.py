@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import cached_property
+from numbers import Integral
 
 import numpy as np
 
@@ -87,8 +88,9 @@ class ThreadHistory:
     def resolve(self, position: int) -> int:
         """``position`` as an index the thread can stand at (check): a negative one counts back from the end, -1
         being the last item, as ``pt goto -1`` reads it."""
-        if isinstance(position, bool) or not isinstance(position, int):
+        if isinstance(position, bool) or not isinstance(position, Integral):
             raise HistoryError(f"a position is an item index (an int), not {position!r}")
+        position = int(position)  # a numpy integer too
         if position < 0:
             if self.end + position < 0:
                 raise HistoryError(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from ..errors import LldbTraceError
@@ -22,15 +23,33 @@ def accesses(values: ThreadValues, write: int | None, read: int | None, size: in
     """The accesses of ``size`` bytes at ``write`` (writes) or ``read`` (reads), newest first, at most ``limit``."""
     if (write is None) == (read is None):
         raise AccessQueryError("give one address: write=ADDRESS or read=ADDRESS")
-    address = write if write is not None else read
-    if not isinstance(address, int) or isinstance(address, bool) or not 0 <= address < 1 << 64:
-        raise AccessQueryError(f"an address is a 64-bit unsigned int, not {address!r}")
-    if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_SIZE:
-        raise AccessQueryError(f"size {size!r}: give a number of bytes from 1 to {MAX_SIZE}")
-    if address + size > 1 << 64:
-        raise AccessQueryError(f"{size} bytes at {address:#x} run past the end of the address space")
+    address, size = checked_span(write if write is not None else read, size)
+    if limit is not None and (_integer(limit) is None or limit < 1):
+        raise AccessQueryError(f"limit {limit!r}: give how many accesses to list (1 or more), or None for all")
     found = values.accesses(address, size, ("write",) if write is not None else ("read",))
     return found[:limit] if limit else found
+
+
+def checked_span(address: object, size: object) -> tuple[int, int]:
+    """``(address, size)`` as ints (a numpy integer is one), or AccessQueryError saying what is wrong with them."""
+    start, length = _integer(address), _integer(size)
+    if start is None or not 0 <= start < 1 << 64:
+        raise AccessQueryError(f"an address is a 64-bit unsigned int, not {address!r}")
+    if length is None or not 0 < length <= MAX_SIZE:
+        raise AccessQueryError(f"size {size!r}: give a number of bytes from 1 to {MAX_SIZE}")
+    if start + length > 1 << 64:
+        raise AccessQueryError(f"{length} bytes at {start:#x} run past the end of the address space")
+    return start, length
+
+
+def _integer(value: object) -> int | None:
+    """``value`` as an int where it is an integer (not a bool, a float or a string), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[call-overload]
+    except TypeError:
+        return None
 
 
 def in_shared_mapping(values: ThreadValues, address: int, size: int) -> bool:
