@@ -48,31 +48,43 @@ def test_table_has_enough_cases():
     assert len(CASES) >= 25
 
 
+def _load_as_nobody(path):
+    """What loading ``path`` says in a child that dropped to 'nobody' (as root every file is readable)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read)
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            load_trace(path)
+            os.write(write, b"loaded")
+        except BaseException as error:
+            os.write(write, f"{type(error).__name__}: {error}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        message = pipe.read().decode()
+    os.waitpid(child, 0)
+    return message
+
+
 def test_unreadable_bundle_is_reported(tmp_path):
-    """As root every file is readable, so the check runs in a child that dropped to 'nobody'."""
     folder = Path(tempfile.mkdtemp())
     try:
         path = make_good_bundle(folder)
         folder.chmod(0o755)
         path.chmod(0)
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:  # pragma: no cover - runs in the child
-            os.close(read)
-            try:
-                if os.getuid() == 0:
-                    os.setgid(65534)
-                    os.setuid(65534)
-                load_trace(path)
-                os.write(write, b"loaded")
-            except BaseException as error:
-                os.write(write, str(error).encode())
-            os._exit(0)
-        os.close(write)
-        with os.fdopen(read, "rb") as pipe:
-            message = pipe.read().decode()
-        os.waitpid(child, 0)
-        assert message == f"{path}: permission denied: make the bundle readable (chmod +r)"
+        assert _load_as_nobody(path) == f"BundleError: {path}: permission denied: make the bundle readable (chmod +r)"
+        # in a folder closed to the user (lldb-trace record makes its folder so): an internal PermissionError was
+        # reported, from looking whether the path is a folder
+        path.chmod(0o644)
+        folder.chmod(0o700)
+        for given in (path, folder):
+            assert _load_as_nobody(given) == (
+                f"BundleError: {path} cannot be reached: permission denied on a folder on its way (chmod +x the folder)"
+            )
     finally:
         shutil.rmtree(folder)
 

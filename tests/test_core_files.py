@@ -239,6 +239,19 @@ def test_core_keys_name_missing_files_and_a_start_core_of_another_process_or_bui
         bundle = with_keys(cases.bundle, "missing-file.json", {key: "nowhere.core"})
         text = one_line_error(BundleError, lambda b=bundle: api.open_bundle(b))
         assert f"processes[0].{key}:" in text and "nowhere.core does not exist" in text
+    # a loop of links was said not to exist; a NUL cut LLDB's line short there
+    (cases.bundle.parent / "loop-a").symlink_to("loop-b")
+    (cases.bundle.parent / "loop-b").symlink_to("loop-a")
+    bundle = with_keys(cases.bundle, "loop.json", {"coreFile": "loop-a"})
+    assert "loop-a cannot be reached: Too many levels of symbolic links: fix the path" in one_line_error(
+        BundleError, lambda: api.open_bundle(bundle)
+    )
+    assert "loop-a cannot be reached: Too many levels of symbolic links" in one_line_error(
+        CoreFileError, lambda: api.open_bundle(cases.bundle, core=cases.bundle.parent / "loop-a")
+    )
+    bundle = with_keys(cases.bundle, "nul.json", {"coreFile": "a\x00b"})
+    text = one_line_error(BundleError, lambda: api.open_bundle(bundle))
+    assert "a\\x00b cannot be a file's name: it holds a NUL byte" in text and "\x00" not in text
     bundle = with_keys(cases.bundle, "start.json", {"startCoreFile": str(cases.foreign_core)})
     assert "(the state where recording started) is a core of process" in one_line_error(
         CoreMismatchError, lambda: api.open_bundle(bundle)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..elf_info import DamagedElfError, ElfInfo, NotAnElfError
 from ..errors import LldbTraceError
-from .file_checks import not_a_regular_file, psb_search
+from .file_checks import not_a_regular_file, path_problem, psb_search, shown_path
 from .model import Bundle, ClockInfo, CpuInfo, CpuTrace, Kernel, Module, Process, Thread, TscConversion
 from .schemas import UINT64_MAX, SchemaError, address_value, validate
 from .stops import stop_from_json
@@ -54,8 +54,14 @@ def load_bundle(path):
 
 def bundle_file(path):
     """The file a bundle path names: ``path`` itself, or trace.json in the folder ``path``; never a pipe or device."""
+    problem = path_problem(path)
+    if problem is not None and problem != "does not exist":  # which the reading says, as "no such bundle file"
+        raise BundleError(f"{shown_path(path)} {problem}")
     if path.is_dir():
         inside = path / BUNDLE_FILE_IN_DIRECTORY
+        problem = path_problem(inside)
+        if problem is not None and problem != "does not exist":
+            raise BundleError(f"{shown_path(inside)} {problem}")
         if not inside.is_file():
             raise BundleError(
                 f"{path} is a directory without a {BUNDLE_FILE_IN_DIRECTORY}: give the bundle's JSON file"
@@ -226,13 +232,9 @@ class _Builder:
     def _file(self, where, name, what, fix="fix the path"):
         """Resolve ``name`` against the bundle's folder and check it is a readable file."""
         path = (self.path.parent / name).absolute()
-        try:
-            exists = path.exists()
-        except (OSError, ValueError) as error:  # a name too long, a NUL or a surrogate no file system takes
-            reason = error.strerror if isinstance(error, OSError) else "no file can have this name"
-            raise BundleError(f"{self.path}: {where}: {what} {path}: {reason}: {fix}") from None
-        if not exists:
-            raise BundleError(f"{self.path}: {where}: {what} {path} does not exist: {fix}")
+        problem = path_problem(path)
+        if problem is not None:
+            raise BundleError(f"{self.path}: {where}: {what} {shown_path(path)} {problem}: {fix}")
         kind = not_a_regular_file(path)
         if kind:
             raise BundleError(f"{self.path}: {where}: {what} {path} is {kind}, not a file: {fix}")

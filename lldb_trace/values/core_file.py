@@ -16,7 +16,7 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.structs import ELFStructs
 
-from ..bundle.file_checks import not_a_regular_file
+from ..bundle.file_checks import not_a_regular_file, path_problem, shown_path
 from ..capture.ptrace_recorder.ptrace import FPREGS_SIZE, USER_REGS
 from ..elf_info import PARSE_FAILURES
 from ..errors import LldbTraceError
@@ -240,8 +240,13 @@ def _check_loads(path, loads):
 
 
 def _mapped(path):
+    problem = path_problem(path)
+    if problem == "does not exist":
+        raise CoreFileError(f"{shown_path(path)}: no such core file: fix the path")
+    if problem is not None:
+        raise CoreFileError(f"{shown_path(path)} {problem}")
     try:
-        kind = path.exists() and not_a_regular_file(path)
+        kind = not_a_regular_file(path)
         if kind:
             raise CoreFileError(f"{path} is {kind}, not a core file: give the core's path")
         data = HeldFile(path)
