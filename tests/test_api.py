@@ -143,6 +143,7 @@ def test_positions_count_back_from_the_end_and_bad_arguments_say_what_to_give():
         (lambda: thread.read_memory_at(5, 2**64 - 2, 4), "4 bytes at 0xfffffffffffffffe run past the end"),
         (lambda: thread.find(write=0x7FFFFFFFEB80, limit=-1), "limit -1: give how many accesses to list"),
         (lambda: thread.find(write=0x7FFFFFFFEB80, limit="a"), "limit 'a': give how many accesses to list"),
+        (lambda: api.open_bundle(HISTORY / "gradebook", core=5), "5 is not a path: give the path of the core file"),
     ]:
         with pytest.raises(LldbTraceError, match=message.replace("(", r"\(").replace(")", r"\)")):
             call()

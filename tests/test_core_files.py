@@ -121,6 +121,10 @@ def test_a_core_rewritten_in_place_after_loading_is_read_no_more(cases, tmp_path
         ("notes", "its notes are truncated"),
         ("arm", "is a core of an EM_AARCH64 process: only x86-64 cores"),
         ("directory", "is a directory, not a core file"),
+        # a 32-bit or big-endian header was read as the x86-64 layout ("no thread", "Invalid argument")
+        ("32-bit", "is a 32-bit little-endian ELF file: only x86-64 cores (64-bit, little-endian)"),
+        ("big-endian", "is a 64-bit big-endian ELF file: only x86-64 cores"),
+        ("thread twice", "two NT_PRSTATUS notes describe thread "),  # the second one was taken silently
     ],
 )
 def test_a_damaged_or_wrong_core_file_is_one_line_naming_it(cases, tmp_path, damage, message):
@@ -140,6 +144,10 @@ def test_a_damaged_or_wrong_core_file_is_one_line_naming_it(cases, tmp_path, dam
         path.write_bytes(data[:18] + struct.pack("<H", 183) + data[20:])
     elif damage == "directory":
         path = tmp_path
+    elif damage in ("32-bit", "big-endian"):
+        path.write_bytes(data[:4] + (b"\x01\x01" if damage == "32-bit" else b"\x02\x02") + data[6:])
+    elif damage == "thread twice":
+        path.write_bytes(_with_first_note_twice(data))
     text = one_line_error(CoreFileError, lambda: open_core(path))
     assert str(path) in text and message in text
 
@@ -151,6 +159,27 @@ def _with_first_note_size(data, size):
         kind, _flags, offset = struct.unpack_from("<IIQ", data, phoff + k * phentsize)
         if kind == 4:
             return data[: offset + 4] + struct.pack("<I", size) + data[offset + 8 :]
+    raise AssertionError("the core has no PT_NOTE")
+
+
+def _with_first_note_twice(data):
+    """``data`` (a core) whose note segment holds its first thread's NT_PRSTATUS twice, then one note of another
+    name filling the rest."""
+    phoff, phentsize, phnum = struct.unpack_from("<Q", data, 32)[0], *struct.unpack_from("<HH", data, 54)
+    for k in range(phnum):
+        kind, _flags, offset = struct.unpack_from("<IIQ", data, phoff + k * phentsize)
+        if kind == 4:
+            size, at = struct.unpack_from("<Q", data, phoff + k * phentsize + 32)[0], offset
+            while True:  # to the first NT_PRSTATUS
+                name_size, desc_size, note_type = struct.unpack_from("<III", data, at)
+                length = 12 + (name_size + 3) // 4 * 4 + (desc_size + 3) // 4 * 4
+                if note_type == 1:
+                    break
+                at += length
+            first = data[at : at + length]
+            filler = struct.pack("<III", 4, size - 2 * length - 16, 0x4242) + b"FILL"
+            notes = (first * 2 + filler).ljust(size, b"\0")
+            return data[:offset] + notes + data[offset + size :]
     raise AssertionError("the core has no PT_NOTE")
 
 

@@ -33,6 +33,8 @@ _PRPSINFO_PID = 24  # where pr_pid is in struct elf_prpsinfo
 _SIGINFO_SIZE = 128
 _FAULT_SIGNALS = {4, 5, 7, 8, 11}  # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: si_addr is the faulting address
 _ELF_HEADER_SIZE = 64
+_EI_CLASS, _EI_DATA, _ELFCLASS64, _ELFDATA2LSB = 4, 5, 2, 1  # e_ident: the word size and the byte order
+_PROCESS_NOTES = (b"CORE", b"LINUX")  # the names of the notes that describe a process
 _PHDR_SIZE = 56
 _MOST_PHDRS = 256  # an image's program headers are a handful; more is not an image's header
 _MOST_NOTE_BYTES = 1 << 16  # a build-id note segment is tens of bytes
@@ -176,9 +178,10 @@ def iter_notes(data):
     return _walk_notes(data)[0]
 
 
-def _walk_notes(data):
+def _walk_notes(data, names=None):
     """``([(type, name, descriptor)], where the walk stopped)``: notes are 4-byte aligned 12-byte headers, a name
-    and a descriptor."""
+    and a descriptor; with ``names``, only the notes of those names are kept (a damaged segment may hold millions
+    of empty ones)."""
     notes, offset = [], 0
     while offset + 12 <= len(data):
         name_size, desc_size, kind = struct.unpack_from("<III", data, offset)
@@ -186,7 +189,8 @@ def _walk_notes(data):
         if desc_at + desc_size > len(data):
             break
         name = bytes(data[offset + 12 : offset + 12 + name_size]).rstrip(b"\0")
-        notes.append((kind, name, bytes(data[desc_at : desc_at + desc_size])))
+        if names is None or name in names:
+            notes.append((kind, name, bytes(data[desc_at : desc_at + desc_size])))
         offset = desc_at + (desc_size + 3) // 4 * 4
     return notes, offset
 
@@ -195,6 +199,13 @@ def open_core(path):
     """The CoreFile at ``path``; a CoreFileError naming the file says why one cannot be used."""
     path = Path(path).expanduser().absolute()
     data = _mapped(path)
+    ident = bytes(data[:_ELF_HEADER_SIZE])
+    if ident[_EI_CLASS] != _ELFCLASS64 or ident[_EI_DATA] != _ELFDATA2LSB:
+        layout = {1: "32-bit", 2: "64-bit"}.get(ident[_EI_CLASS], "unknown-class")
+        order = {1: "little-endian", 2: "big-endian"}.get(ident[_EI_DATA], "unknown-byte-order")
+        raise CoreFileError(
+            f"{path} is a {layout} {order} ELF file: only x86-64 cores (64-bit, little-endian) go with a trace"
+        )
     try:
         with open(path, "rb") as file:
             elf = ELFFile(file)
@@ -263,7 +274,7 @@ def _mapped(path):
 
 def _notes(path, data, offset, size):
     """The notes of one PT_NOTE segment; a note cut short by the segment's end is the damage it is."""
-    notes, stopped = _walk_notes(data[offset : offset + size])
+    notes, stopped = _walk_notes(data[offset : offset + size], _PROCESS_NOTES)
     if size - stopped >= 12:
         raise CoreFileError(
             f"{path}: its notes are truncated (the note at offset {offset + stopped:#x} runs past the end of its "
@@ -274,11 +285,11 @@ def _notes(path, data, offset, size):
 
 def _build(path, notes, loads, data, mappings):
     threads, current, pid, siginfo, mapped = [], None, None, None, ()
-    for kind, name, desc in notes:
-        if name not in (b"CORE", b"LINUX"):
-            continue
+    for kind, _, desc in notes:
         if kind == NT_PRSTATUS:
             current = _thread(path, desc)
+            if any(thread.tid == current.tid for thread in threads):
+                raise CoreFileError(f"{path}: two NT_PRSTATUS notes describe thread {current.tid}: the core is damaged")
             threads.append(current)
         elif kind == NT_FPREGSET and current is not None and len(desc) >= FPREGS_SIZE:
             threads[-1] = current = replace(current, fpregs=desc[:FPREGS_SIZE])

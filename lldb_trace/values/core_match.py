@@ -185,9 +185,9 @@ def with_checked_cores(bundle, core_path=None):
     Raises CoreMismatchError, core_file.CoreFileError, RegisterStatesError or SyscallResultsError; the bundle is
     left as it was.
     """
-    processes = list(bundle.processes)
+    processes, given = list(bundle.processes), None
     if core_path is not None:
-        core = open_core(core_path)
+        core = given = open_core(core_path)
         k = next((k for k, p in enumerate(processes) if p.pid == core.pid), 0 if len(processes) == 1 else None)
         if k is None:
             pids = ", ".join(str(p.pid) for p in processes) or "none"
@@ -197,7 +197,10 @@ def with_checked_cores(bundle, core_path=None):
             )
         processes[k] = replace(processes[k], core_file=core.path)
     for k, process in enumerate(processes):
-        start, end = (open_core(path) if path else None for path in (process.start_core_file, process.core_file))
+        start, end = (
+            (given if given is not None and path == given.path else open_core(path)) if path else None
+            for path in (process.start_core_file, process.core_file)
+        )  # the core given is opened once
         if start is not None:
             _check_start_core(start, process)
         if end is not None:
