@@ -60,3 +60,15 @@ def test_a_loaded_trace_saved_again_keeps_its_states(session, tmp_path):
     session.ok(f"trace load {tmp_path / 'again' / 'trace.json'}")
     session.ok("pt goto 168")
     assert session.ok("p student->count").strip() == "(int) 4"
+
+
+def test_a_known_state_gone_since_the_load_is_named_as_the_file_that_cannot_be_read(session, tmp_path):
+    """The core deleted after ``trace load``: the save said "cannot write <the core's path>", the file it reads."""
+    folder = tmp_path / "gradebook"
+    shutil.copytree(HISTORY / "gradebook", folder)
+    session.ok(f"trace load {folder / 'trace.json'}")
+    (folder / "cores" / "end.core").unlink()
+    session.handle(f"trace save {tmp_path / 'again'}")
+    error = session.streams()[1]
+    assert f"cannot read {folder / 'cores' / 'end.core'} to copy it into the bundle: No such file" in error, error
+    assert not (tmp_path / "again").exists()

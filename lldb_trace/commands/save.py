@@ -1,6 +1,5 @@
 """``pt save PATH`` (and ``trace save``): write the selected target's trace as a portable bundle."""
 
-import shutil
 from pathlib import Path
 
 import lldb
@@ -29,13 +28,13 @@ def _registers_name(tid):
 
 
 def kept_states(process):
-    """A loaded trace's known states to copy into the saved bundle: ``{place in the bundle: writer(path)}``
+    """A loaded trace's known states to copy into the saved bundle: ``{place in the bundle: the file's Path}``
     (its cores, system calls' results and register states; a saved trace shows the same values as the loaded
-    one)."""
+    one).  Copied as Paths, one that is gone is named as the file that cannot be read."""
     sources = {END_CORE: process.core_file, START_CORE: process.start_core_file}
     sources.update({_syscalls_name(thread.tid): thread.syscall_results for thread in process.threads})
     sources.update({_registers_name(thread.tid): thread.register_states for thread in process.threads})
-    return {place: _copier(source) for place, source in sources.items() if source is not None}
+    return {place: Path(source) for place, source in sources.items() if source is not None}
 
 
 def _live_states(backend, tids):
@@ -48,10 +47,6 @@ def _live_states(backend, tids):
                 register_states_bytes(tid, *states)
             )
     return found
-
-
-def _copier(source):
-    return lambda place: shutil.copyfile(source, place)
 
 
 class SaveCommand(TraceCommand):
