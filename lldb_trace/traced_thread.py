@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import LldbTraceError
+from .values.process_values import values_of
 
 if TYPE_CHECKING:
     from .bundle.model import Bundle, Thread, ThreadStop, TscConversion
@@ -98,9 +99,14 @@ class TracedThread:
 
     @property
     def stop_pc(self) -> int | None:
-        """Where the thread stands at the end: its recorded stop's pc, else where its trace ends."""
+        """Where the thread stands at the end: its recorded stop's pc, else its pc in the core taken there (an
+        exit's core stands after its ``syscall``, where the trace ends), else where its trace ends."""
         stop = self.stop
-        return stop.pc if stop is not None and stop.pc is not None else self.decoded_or_error().end_ip
+        if stop is not None and stop.pc is not None:
+            return stop.pc
+        core = values_of(self.process_trace).end_core
+        in_core = core.thread(self.tid) if core is not None else None
+        return in_core.registers["rip"] if in_core is not None else self.decoded_or_error().end_ip
 
     def describe_source(self) -> dict:
         """Where the thread's bytes come from, as the session info shows it (a file, per-cpu pieces, live)."""

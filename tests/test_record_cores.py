@@ -407,3 +407,16 @@ def test_a_signal_frame_is_kept_as_the_kernel_wrote_it(tmp_path):
     [back] = [index for index in returns if index > handler]
     resumed = thread.history.pc_at(back + 2)  # __restore_rt: mov $15, %rax; syscall (rt_sigreturn)
     assert struct.unpack_from("<Q", data, 8 + 40 + 16 * 8)[0] == resumed  # uc_mcontext.gregs[REG_RIP]
+
+
+def test_the_end_of_history_stands_where_the_exits_core_does_after_moving_too(recorded):
+    """An exit's core stands after its ``syscall``, where the trace ends.  At load frame #0 was the core's pc; once
+    the thread had moved and come back the end showed the syscall itself, the trace's frames ([synthetic]) and no
+    value, while ``register read rip`` gave the core's."""
+    rip = open_core(recorded / "cores/end.core").threads[0].registers["rip"]
+    (thread,) = api.open_bundle(recorded / "trace.json").threads
+    assert thread.registers_at(thread.item_count)["rip"] == rip
+    commands = ["command script import lldb_trace", f"trace load {recorded}", "pt goto 0", "pt goto end", "bt"]
+    shown = lldb_batch(PIP_LLDB, *commands).stdout
+    ends = shown[shown.rindex("(lldb) pt goto end") :]
+    assert f"frame #0: 0x{rip:016x}" in ends and "[synthetic]" not in ends, ends
