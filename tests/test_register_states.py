@@ -258,6 +258,9 @@ def test_threads_that_exited_before_the_end_core_have_their_registers(tmp_path):
     assert result.returncode == 0, result.stderr
     threads = api.open_bundle(tmp_path / "rec" / "trace.json").threads
     assert len(threads) == 4
+    pid = json.loads((tmp_path / "rec" / "trace.json").read_text())["processes"][0]["pid"]
+    tids = [thread.tid for thread in threads]  # listed (and numbered in LLDB) as a core lists them: the main
+    assert tids == [pid, *sorted(tids[1:])]  # thread first, then the others as they were made (the newest came first)
     for thread in threads:
         shown = thread.registers_at(thread.item_count // 2)
         assert None not in shown.values(), thread.tid

@@ -45,8 +45,8 @@ def write_bundle(recording, outdir, copy_program=False, force=False, file_format
             syscall_results=syscalls.get(tid),
             register_states=registers.get(tid),
         )
-        for tid in recording.threads
-    )
+        for tid in sorted(recording.threads, key=lambda tid: (tid != recording.pid, tid))
+    )  # the main thread first, then as they were made (tids grow): LLDB numbers them so, as it numbers a core's
     cores = {name: f"cores/{name}" for name in (recording.cores.paths if recording.cores else {})}
     conversion = None
     if recording.tsc_zero_ns is not None:  # the recorder's TSC counts nanoseconds of CLOCK_MONOTONIC
