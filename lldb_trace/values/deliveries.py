@@ -17,7 +17,9 @@ Where the trace says where the thread stood when it was interrupted (Intel
 PT's FUP before an asynchronous TIP.PGD: ``ThreadValues.interrupted``), that
 address is the only successor, and a branch's delivery is paired too.
 
-A recorded one (its system call's results or its frame saved) needs neither: the recorder saw it.
+A recorded one (its system call's results or its frame saved) is paired the same way: the recorder saw
+the frame and the call's writes, and what the pairing adds, that nothing else changed between, carries the rest
+of memory across (a cut lost every stack byte the handler did not touch).
 """
 
 import numpy as np
@@ -120,9 +122,9 @@ class Deliveries:
         return self.values.syscall_call(position)[0] is None and position not in self.values.syscalls
 
     def _candidate(self, position):
-        """A jump from a known instruction to a known one, whose system calls and frames were not recorded."""
+        """A jump from a known instruction to a known one."""
         values = self.values
-        if position + 1 >= values.count or position in values.syscalls or position + 1 in values.syscalls:
+        if position + 1 >= values.count:
             return False
         return bool(values.addresses[position] and values.addresses[position + 1])
 
@@ -137,10 +139,12 @@ class Deliveries:
         branch = values._flow[effect.address].transfer in (Transfer.CONDITIONAL, Transfer.INDIRECT)
         if branch and position not in values.interrupted:  # where it went is not known: a successor is no proof
             return None
+        # an indirect branch is taken for what it looks like (asking more scans again from each): a signal delivered
+        # there has an rt_sigreturn of its own first, which resumes in the handler, not after ``position``
         for later, handler, following in self._run_after(position):
             if handler.kind == "syscall" and self.sigreturn_at(later):
                 return following if self._resumes(position, effect, following) else None
-            if values._cut(later, handler, following):
+            if values._cut(later, handler, following, inferred=False):
                 return None
         return None
 
