@@ -165,7 +165,8 @@ class Chunk(KernelSteps, MemoryLayout):
         def after(register):
             return self.register(register, i + 1)
 
-        self._find_addresses(i, effect, before)
+        if effect.accesses:  # most instructions touch no memory
+            self._find_addresses(i, effect, before)
         regs, stores = {}, {}
         if effect.kind in EXACT:
             regs, stores = rules.forward(effect, before, lambda access: self.loaded.get((i, access)))

@@ -3,7 +3,7 @@
 Whether position p carries to p + 1 depends on two addresses only, the instruction's and the next position's,
 except after an indirect branch (a signal delivered there looks like the branch: ThreadValues._cut asks the
 deliveries) and where the trace marks an interruption.  Each distinct address's rule is worked out once and the
-window's positions are compared as arrays: asking ``_cut`` of each of a million positions was a tenth of the
+window's positions are compared as arrays: asking ``_cut`` of each of a million positions was a twentieth of the
 time it takes to solve them.
 """
 
