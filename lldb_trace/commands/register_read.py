@@ -54,14 +54,14 @@ def _unknown_registers(debugger, arguments):
         return False
     frame = target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
     known = {register.GetName() for group in frame.GetRegisters() for register in group}
-    if not known or known.issuperset(TRACKED):
-        return False  # every register the values know of is (a core's, a recorder's state): LLDB's own command
-    if every:
-        return _every_register(debugger, known)
-    names = shlex.split(" ".join(arguments))
+    names = [] if every else shlex.split(" ".join(arguments))
     known |= {alias for alias, name in GENERIC_NAMES.items() if name in known}
     register_names = X86_REGISTER_NAMES | GENERIC_NAMES.keys()
     unknown = [name for name in (names or GENERAL_SET) if name.lstrip("$") in register_names - known]
+    if not known or (known.issuperset(TRACKED) and not (names and unknown)):
+        return False  # every register the values know of is (a core's, a recorder's state): LLDB's own command
+    if every:
+        return _every_register(debugger, known)
     asked = [name for name in names if name not in unknown]  # LLDB answers: the values, or "Invalid register name"
     if names and not unknown:
         return False

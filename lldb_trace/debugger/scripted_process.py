@@ -196,8 +196,8 @@ class TraceThread(ScriptedThread):
         if not hasattr(self, "trace"):
             self.register_info = _PC_ONLY
             return _PC_ONLY
-        registers, fpregs, unwinds = self._registers()
-        self.register_info = register_info(register_values(registers, fpregs), unwinds)
+        registers, fpregs, xstate, unwinds = self._registers()
+        self.register_info = register_info(register_values(registers, fpregs, xstate), unwinds)
         return self.register_info
 
     def shown(self):
@@ -220,13 +220,13 @@ class TraceThread(ScriptedThread):
             process.finding_state = False
 
     def _registers(self):
-        """``(registers, fpregs, whether LLDB unwinds the frames from them)`` at the thread's position."""
+        """``(registers, fpregs, xstate, whether LLDB unwinds the frames from them)`` at the thread's position."""
         try:
             state = self.shown()
         except Exception as error:  # a bug, or a known state that cannot be read: the pc is still right
             say_why_unknown(self.target, error)
-            return {"rip": self._pc()}, None, False
-        return state.registers, state.fpregs, state.unwinds
+            return {"rip": self._pc()}, None, None, False
+        return state.registers, state.fpregs, state.xstate, state.unwinds
 
     def _history(self):
         """The thread's ThreadHistory; None until its whole trace is decoded, or when it has no instructions."""
@@ -313,5 +313,5 @@ class TraceThread(ScriptedThread):
         asks for them at a stop before it asks for the layout again: both come from the position)."""
         if not hasattr(self, "trace"):
             return struct.pack("<Q", 0)
-        registers, fpregs, _ = self._registers()
-        return register_bytes(register_values(registers, fpregs))
+        registers, fpregs, xstate, _ = self._registers()
+        return register_bytes(register_values(registers, fpregs, xstate))

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 @dataclass
 class ShownState:
     """``registers``: name -> value of the known ones; ``fpregs``: a core's FXSAVE area; ``unwinds``: LLDB
-    finds the frames from these registers and memory (a core's state), not from the trace's calls."""
+    finds the frames from these registers and memory (a core's state), not from the trace's calls; ``xstate``: a
+    core's XSAVE area (the AVX and AVX-512 registers)."""
 
     registers: dict
     fpregs: bytes | None = None
@@ -35,6 +36,7 @@ class ShownState:
     values: ThreadValues | None = field(default=None, repr=False)
     position: int | None = None
     core: object = field(default=None, repr=False)
+    xstate: bytes | None = field(default=None, repr=False)
 
     def read_memory(self, module_bytes, address, size):
         """The bytes known from ``address`` on (fewer than ``size`` where one is not known; b"" for none)."""
@@ -60,7 +62,7 @@ def shown_state(trace, tid, history, pc, unwinding=True):
     if at_end and core is not None and core.thread(tid) is not None:  # the core is the state where the trace ends
         thread = core.thread(tid)
         registers = dict(thread.registers, rflags=core.state(tid).registers.get("rflags"))
-        return ShownState(registers, thread.fpregs, True, core=core)
+        return ShownState(registers, thread.fpregs, True, core=core, xstate=thread.xstate)
     recovery = values.thread(tid) if history is not None or not at_end else None
     if recovery is None:
         return ShownState({"rip": pc})

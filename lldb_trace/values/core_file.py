@@ -51,13 +51,15 @@ class CoreFileError(LldbTraceError):
 class CoreThread:
     """One thread of the core: ``signal`` is pr_cursig (0: none); ``registers`` by struct user_regs_struct's names
     plus ``rflags`` (= eflags); ``fpregs`` the 512-byte FXSAVE area of NT_FPREGSET, or None; ``xcr0`` the state
-    components enabled, from NT_X86_XSTATE, or None."""
+    components enabled, from NT_X86_XSTATE, or None; ``xstate`` that note's XSAVE area (the AVX and AVX-512
+    registers' upper parts), or None."""
 
     tid: int
     signal: int
     registers: dict[str, int]
     fpregs: bytes | None = None
     xcr0: int | None = None
+    xstate: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,8 @@ def _build(path, notes, loads, data, mappings):
         elif kind == NT_FPREGSET and current is not None and len(desc) >= FPREGS_SIZE:
             threads[-1] = current = replace(current, fpregs=desc[:FPREGS_SIZE])
         elif kind == NT_X86_XSTATE and current is not None and len(desc) >= XSTATE_XCR0_AT + 8:
-            threads[-1] = current = replace(current, xcr0=struct.unpack_from("<Q", desc, XSTATE_XCR0_AT)[0])
+            xcr0 = struct.unpack_from("<Q", desc, XSTATE_XCR0_AT)[0]
+            threads[-1] = current = replace(current, xcr0=xcr0, xstate=desc)
         elif kind == NT_PRPSINFO and len(desc) >= _PRPSINFO_PID + 4:
             pid = struct.unpack_from("<i", desc, _PRPSINFO_PID)[0]
         elif kind == NT_SIGINFO and siginfo is None and len(desc) >= _SIGINFO_SIZE:
