@@ -3,6 +3,7 @@ system call's results, checked against the program's own data and against LLDB a
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from support.reference_decode import check_exact, truth_of
 
 from lldb_trace import api
 from lldb_trace.elf_info import ElfInfo
+from lldb_trace.remote.replay import Replay
 from lldb_trace.values.core_file import open_core
 
 DATA = b"known bytes, 25 of them.\n"
@@ -331,6 +333,18 @@ def test_code_the_program_patched_is_not_computed_with_the_files_bytes(tmp_path)
     for position in range(shown.item_count):
         for name, value in shown.registers_at(position).items():
             assert value in (None, truth.registers_at(position)[name]), (position, name)
+    # what LLDB and a gdb-remote client read there at the end is the core's code, not the file's (they were given
+    # the file's bytes first: 0x11111111 after the program had written 0x22222222)
+    start = ElfInfo(binary).symbol("add_constant")
+    core = open_core(tmp_path / "b" / "cores" / "end.core")
+    load = next(m.start for m in core.mapped_files if m.path == str(binary) and m.offset == 0)
+    patched = core.read(load + start, 16)
+    assert b"\x22\x22\x22\x22" in patched
+    commands = ["command script import lldb_trace", f"trace load {tmp_path / 'b'}", f"x/16xb {load + start:#x}"]
+    shown_bytes = re.findall(r"0x([0-9a-f]{2})\b", lldb_batch(PIP_LLDB, *commands).stdout.split("x/16xb")[-1])
+    assert bytes(int(b, 16) for b in shown_bytes[-16:]) == patched
+    replay = Replay(api.open_bundle(tmp_path / "b" / "trace.json"))
+    assert replay.read_memory(load + start, 16) == patched
 
 
 def test_an_overflow_that_cannot_be_injected_says_so(tmp_path):

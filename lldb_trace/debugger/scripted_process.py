@@ -27,6 +27,7 @@ from lldb.plugins.scripted_process import ScriptedProcess, ScriptedThread
 from .. import progress
 from ..errors import LldbTraceError
 from ..progress import WorkInterruptedError
+from ..values.process_values import values_of
 from . import history_watchpoints, registry, unwind_check
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
 from .progress_reporter import LldbReporter
@@ -107,16 +108,11 @@ class TraceProcess(ScriptedProcess):
         cache lines); an error where nothing there is known, naming the address the user gave when a command
         said it (LLDB asks for its cache line, from an address the user never wrote)."""
         state = self._reading_state()
-        module_bytes = self.trace.module_bytes
         data = b""
         try:
             if size:
                 with progress.reporting(LldbReporter(self.target.GetDebugger())):  # it may solve windows
-                    data = (
-                        state.read_memory(module_bytes, addr, size)
-                        if state
-                        else module_bytes.read_unchanging(addr, size)
-                    )
+                    data = state.read_memory(addr, size) if state else values_of(self.trace).read_code()(addr, size)
         except WorkInterruptedError:
             error.SetErrorString(f"reading memory at {addr:#x} was interrupted: ask again")
             return lldb.SBData()
@@ -204,7 +200,9 @@ class TraceThread(ScriptedThread):
         """The ShownState at the thread's position (kept while it stands there: memory reads ask often)."""
         process = self.originating_process
         if process.finding_state:  # asked again while finding it (LLDB read memory meanwhile): what is kept
-            return getattr(self, "_shown", None) or ShownState({"rip": self.trace.end_ip(self.tid) or 0})
+            return getattr(self, "_shown", None) or ShownState(
+                {"rip": self.trace.end_ip(self.tid) or 0}, unchanging=values_of(self.trace).read_code()
+            )
         process.finding_state = True
         try:
             history, pc = self._history(), self._pc()

@@ -15,6 +15,7 @@ read-only data are known everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,12 @@ class ShownState:
     position: int | None = None
     core: object = field(default=None, repr=False)
     xstate: bytes | None = field(default=None, repr=False)
+    # the modules' code and read-only data, less the pages a core shows the program changed (ProcessValues.read_code)
+    unchanging: Callable[[int, int], bytes] | None = field(default=None, repr=False)
 
-    def read_memory(self, module_bytes, address, size):
+    def read_memory(self, address, size):
         """The bytes known from ``address`` on (fewer than ``size`` where one is not known; b"" for none)."""
-        fixed = module_bytes.read_unchanging(address, size)
+        fixed = self.unchanging(address, size) if self.unchanging is not None else b""
         if fixed:
             return fixed
         if self.core is not None:
@@ -57,19 +60,19 @@ def shown_state(trace, tid, history, pc, unwinding=True):
     not decoded yet, at the end) with pc ``pc``; ``unwinding``: say whether LLDB's unwinding finds the trace's
     frames (a look through the stack that a client unwinding by itself, over gdb-remote, does not need)."""
     values = values_of(trace)
-    core = values.end_core
+    core, unchanging = values.end_core, values.read_code()
     at_end = history is None or history.at_end
     if at_end and core is not None and core.thread(tid) is not None:  # the core is the state where the trace ends
         thread = core.thread(tid)
         registers = dict(thread.registers, rflags=core.state(tid).registers.get("rflags"))
-        return ShownState(registers, thread.fpregs, True, core=core, xstate=thread.xstate)
+        return ShownState(registers, thread.fpregs, True, core=core, xstate=thread.xstate, unchanging=unchanging)
     recovery = values.thread(tid) if history is not None or not at_end else None
     if recovery is None:
-        return ShownState({"rip": pc})
+        return ShownState({"rip": pc}, unchanging=unchanging)
     position = history.position if history is not None else trace.decoded(tid).item_count
     registers = {name: value for name, value in recovery.registers_at(position).items() if value is not None}
     registers["rip"] = pc
-    state = ShownState(registers, values=recovery, position=position)
+    state = ShownState(registers, values=recovery, position=position, unchanging=unchanging)
     if unwinding and history is not None and _unwindable(state, history):
         state.unwinds = True
     return state
@@ -104,4 +107,4 @@ def known_memory(target, address, size):
     process = target.GetProcess().GetScriptedImplementation()
     if process is None or not hasattr(process, "selected_thread_state"):
         return b""
-    return process.selected_thread_state().read_memory(process.trace.module_bytes, address, size)
+    return process.selected_thread_state().read_memory(address, size)

@@ -143,7 +143,7 @@ class Replay:
 
     def read_memory(self, address: int, size: int, tid: int | None = None) -> bytes:
         """The known bytes from ``address`` on at the thread's position (fewer than ``size`` where one is not)."""
-        return self.state(tid).read_memory(self.process_trace.module_bytes, address, size)
+        return self.state(tid).read_memory(address, size)
 
     # -- movements ---------------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ class ProcessValues:
         self._threads: dict[int, ThreadValues | None] = {}
         self._built_from: dict[int, int] = {}  # tid -> the item count its recovery was built from
         self._known_sharing: tuple | None = None  # what the known states say of shared memory (_sharing), once found
-        self._code: Callable[[int, int], bytes] | None = None  # the code's bytes, less pages it patched (_read_code)
+        self._code: Callable[[int, int], bytes] | None = None  # the code's bytes, less pages it patched (read_code)
         # a live process where its trace ends (debugger/live_values.py): tid -> its MachineState there, or None
         self.live_end: Callable[[int], MachineState | None] | None = None
         self.live_states: Callable[[int], tuple | None] | None = None  # a live recorder's register states
@@ -153,7 +153,7 @@ class ProcessValues:
         shared = shared or (first > 0 and self._created_before(decoded, first))
         values = ThreadValues(
             addresses,
-            self._read_code(),
+            self.read_code(),
             end=end,
             end_after_last=end_after_last,
             start=start,
@@ -170,7 +170,7 @@ class ProcessValues:
         trace's head, which the recovery does not cover (and so does not look at for one)."""
         from .recovery import ThreadValues
 
-        read = self._read_code()
+        read = self.read_code()
         expander = self.process_trace.expander
         windows = head_windows(decoded, expander, first, read, ThreadValues([], read)._effect)
         if not windows:
@@ -179,7 +179,7 @@ class ProcessValues:
         ends = np.cumsum([len(window) + 1 for window in windows]) - 2  # each window's syscall
         return ThreadValues(joined, read).first_creation(ends.tolist()) is not None
 
-    def _read_code(self) -> Callable[[int, int], bytes]:
+    def read_code(self) -> Callable[[int, int], bytes]:
         """The module files' code and constants, but on the pages a core shows the program changed (patched_code)."""
         if self._code is None:
             read = self.process_trace.module_bytes.read_unchanging
