@@ -184,6 +184,23 @@ def test_a_process_sharing_the_memory_is_named_and_its_writes_are_not_carried_ba
         recorded_there = truth.registers_at(position)
         for name, value in shown.registers_at(position).items():
             assert value in (None, recorded_there[name]), (position, name)
+    # saved as a perf.data, the untraced task goes with it (it was dropped: the child's write was then carried back
+    # to main's first read, as known)
+    saved = folder.parent / "saved.data"
+    lldb = pytest.importorskip("support.lldb_session")
+    session = lldb.Session(folder.parent)
+    try:
+        session.ok(f"trace load {folder / 'trace.json'}")
+        session.ok(f"trace save --format perf {saved}")
+    finally:
+        session.close()
+    loaded = api.open_bundle(saved, core=folder / "cores" / "end.core")
+    assert loaded.bundle.processes[0].untraced_threads == tuple(process["untracedThreads"])
+    (from_perf,) = loaded.threads
+    for position in range(truth.item_count + 1):
+        recorded_there = truth.registers_at(position)
+        for name, value in from_perf.registers_at(position).items():
+            assert value in (None, recorded_there[name]), (position, name)
 
 
 def test_a_task_started_before_a_long_traces_tail_makes_its_memory_shared(tmp_path, monkeypatch):

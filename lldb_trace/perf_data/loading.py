@@ -145,8 +145,8 @@ def _process(recording, pid, tids, mappings, search, said=None):
         modules.append(module)
     threads = tuple(_thread(recording, tid, said) for tid in tids)
     name = recording.comms.get(pid)
-    children = said.untraced_children if said else ()
-    return Process(pid, TRIPLE, threads, tuple(modules), tuple(missing), name, children)
+    children, untraced = (said.untraced_children, said.untraced_threads) if said else ((), ())
+    return Process(pid, TRIPLE, threads, tuple(modules), tuple(missing), name, children, untraced)
 
 
 def _load_address(elf, mapping):

@@ -1,4 +1,4 @@
-"""lldb_trace's own section of a perf.data: how each thread stopped, and which children ran untraced.
+"""lldb_trace's own section of a perf.data: how each thread stopped, and which children and threads ran untraced.
 
 perf.data has no record for a signal's siginfo or an exit status (PERF_RECORD_EXIT says only that a task
 ended), so without this a crash saved as perf.data would load as a bare end of trace.  The section is a
@@ -6,9 +6,11 @@ perf_header_string holding JSON::
 
     {"format": "lldb_trace stops 1", "processes": [{"pid": 5707,
         "threads": [{"tid": 5707, "stopReason": {"signal": 11, "description": "...", "pc": "0x40113e"}}],
-        "untracedChildren": [5708]}]}
+        "untracedChildren": [5708], "untracedThreads": [5709]}]}
 
-with ``stopReason`` and ``untracedChildren`` as the JSON bundles have them (bundle/stops.py).  It is a
+with ``stopReason``, ``untracedChildren`` and ``untracedThreads`` as the JSON bundles have them
+(bundle/stops.py): a thread that ran untraced in the process's memory makes it shared, and without it a saved
+perf.data showed another thread's writes as this one's memory before they happened.  It is a
 feature section (``Feature.LLDB_TRACE_STOPS``, the last feature bit) because perf reads the section table of
 every bit set but only the sections of the features it knows: perf 6.1 reads such a file as before.  A
 record type it does not know would stop its reading, and a file beside the perf.data would be lost when the
@@ -28,20 +30,25 @@ FORMAT = "lldb_trace stops 1"
 
 @dataclass(frozen=True)
 class ProcessStops:
-    """What the section says of one process: ``{tid: ThreadStop}`` and the pids of its untraced children."""
+    """What the section says of one process: ``{tid: ThreadStop}``, the pids of its untraced children and the tids of
+    its untraced threads."""
 
     stops: dict
     untraced_children: tuple = ()
+    untraced_threads: tuple = ()
 
 
 def pack_stop_section(process):
     """The section for ``process`` (a bundle.saver SaveProcess), or None when it has nothing to say."""
     threads = [{"tid": t.tid, "stopReason": stop_json(t.stop)} for t in process.threads if t.stop is not None]
-    if not threads and not process.untraced_children:
+    untraced_threads = process.untraced_threads
+    if not threads and not process.untraced_children and not untraced_threads:
         return None
     listed = {"pid": process.pid, "threads": threads}
     if process.untraced_children:
         listed["untracedChildren"] = list(process.untraced_children)
+    if untraced_threads:
+        listed["untracedThreads"] = list(untraced_threads)
     return pack_string(json.dumps({"format": FORMAT, "processes": [listed]}, separators=(",", ":")))
 
 
@@ -64,6 +71,7 @@ def read_stop_section(data, fail):
         listed["pid"]: ProcessStops(
             {thread["tid"]: stop_from_json(thread["stopReason"]) for thread in listed.get("threads", ())},
             tuple(listed.get("untracedChildren", ())),
+            tuple(listed.get("untracedThreads", ())),
         )
         for listed in document["processes"]
     }
@@ -90,6 +98,7 @@ def _rules():
                     "properties": {
                         "pid": process["pid"],
                         "untracedChildren": process["untracedChildren"],
+                        "untracedThreads": process["untracedThreads"],
                         "threads": {
                             "type": "array",
                             "items": {
