@@ -131,6 +131,7 @@ def test_a_write_watchpoint_stops_at_each_write_in_either_direction(client):
     assert position(client) == 174 and memory_word(client, COURSE) == 6
     assert client.ask(b"z2,%x,8" % COURSE) == b"OK"
     assert client.ask(b"Z2,%x,8" % COURSE) == b"OK" and client.ask(b"Z3,10,0") == b"E01"  # no bytes to watch
+    assert client.ask(b"Z2,fffffffffffffffc,8") == b"E01"  # past the address space: it was accepted
 
 
 def test_memory_known_unknown_and_module_code(client):

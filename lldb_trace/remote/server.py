@@ -191,8 +191,8 @@ class Server:
             else:
                 self.replay.breakpoints.pop(address, None)
             return b"OK"
-        if not 0 < size <= 1 << 20 or not self.replay.can_watch():
-            return ERROR  # no values along the history: GDB falls back to asking again, then gives up
+        if not 0 < size <= 1 << 20 or address + size > 1 << 64 or not self.replay.can_watch():
+            return ERROR  # past the address space, or no values along the history: GDB asks again, then gives up
         watchpoint = Watchpoint(kind, address, size)
         if insert:
             self.replay.watchpoints.append(watchpoint)

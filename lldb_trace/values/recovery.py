@@ -31,6 +31,7 @@ import capstone
 import numpy as np
 
 from .. import progress
+from ..errors import LldbTraceError
 from ..x86.instructions import MAX_INSN_SIZE, Classifier, Transfer
 from .accesses import window_accesses
 from .chunk import Chunk
@@ -38,6 +39,7 @@ from .deliveries import Deliveries
 from .emulator import Emulator
 from .machine_state import TRACKED
 from .memory_layout import spans_reader
+from .paged_memory import PagedMemory
 from .register_states import RecordedStates
 from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
 from .rules import relations
@@ -49,8 +51,11 @@ from .window_flow import WindowFlow
 
 CHUNK = 4096
 _RESUME_FLAG = 0x10000  # RF in rflags
-_PAGE = 4096
 _SYSCALL = b"\x0f\x05"
+
+
+class StatesDisagreeError(LldbTraceError):
+    """The known states contradict the trace: values derived from them are not shown (ThreadValues._solved)."""
 
 
 @dataclass
@@ -76,30 +81,6 @@ class Access:
     old: bytes | None
     new: bytes | None
     exact: bool
-
-
-class _PagedMemory:
-    """Memory read byte by byte, a page at a time, from ``read(address, size)`` (the bytes known from address on).
-    A known state may know a page from its middle on: ``single`` asks each byte past a short page by itself."""
-
-    def __init__(self, read, single=False):
-        self._read, self._single = read, single
-        self._pages, self._bytes = {}, {}
-
-    def __call__(self, byte):
-        page = byte - byte % _PAGE
-        data = self._pages.get(page)
-        if data is None:
-            data = self._pages[page] = self._read(page, _PAGE) or b""
-        offset = byte - page
-        if offset < len(data):
-            return data[offset]
-        if not self._single:
-            return None
-        if byte not in self._bytes:
-            found = self._read(byte, 1)
-            self._bytes[byte] = found[0] if found else None
-        return self._bytes[byte]
 
 
 class ThreadValues:
@@ -136,7 +117,7 @@ class ThreadValues:
         self._effects, self._flow = {}, Classifier(read_code)
         self._signals, self._return_sites, self._calls, self._chains = Deliveries(self), {}, {}, {}
         self._emulator = Emulator()
-        self._constant = _PagedMemory(read_code)  # code and constants: the same at every position
+        self._constant = PagedMemory(read_code)  # code and constants: the same at every position
         self._final, self._forward, self._structures = {}, {}, {}
         self._window_flow = None  # made on first use: the positions' addresses as an array
         self.chunks = max(1, -(-self.count // CHUNK))
@@ -186,8 +167,20 @@ class ThreadValues:
     # -- windows ------------------------------------------------------------------------------------------------
 
     def _solved(self, number):
-        if self.end is None:
-            return self._forward_chunk(number)
+        """Window ``number`` solved, with those between it and a known state; StatesDisagreeError once any met a
+        conflict: two derivations of one value that differ say a known state is not of the trace's moment (a core
+        of a later pass through the same pc) or run, and every value it taught may be wrong, not only those two."""
+        found = self._forward_chunk(number) if self.end is None else self._from_the_end(number)
+        conflicts = self.conflicts
+        if conflicts:
+            raise StatesDisagreeError(
+                f"the known states and the trace disagree ({conflicts} value(s) derived two ways differ): a core of "
+                "another moment or run than the trace's end (the same pc, a later pass of a loop?); no value is "
+                "shown, as any may be wrong: load the trace with the core taken where it ends, or without one"
+            )
+        return found
+
+    def _from_the_end(self, number):
         missing = [k for k in reversed(range(number, self.chunks)) if k not in self._final]
         with _windows_task(len(missing)) as task:
             for done, k in enumerate(missing):  # newest first: each needs its right neighbour
@@ -248,7 +241,7 @@ class ThreadValues:
         if left is not None:
             pins.append((0, _edge_registers(left, left.n), lambda byte, c=left: c.memory_byte(c.n, byte)))
         elif number == 0 and self.start is not None:
-            pins.append((0, _named(self.start.registers), _PagedMemory(self.start.read_memory, single=True)))
+            pins.append((0, _named(self.start.registers), PagedMemory(self.start.read_memory, single=True)))
         if right is not None:
             pins.append((high - low, _edge_registers(right, 0), lambda byte, c=right: c.memory_byte(0, byte)))
         elif with_end and high == self.count:
@@ -257,7 +250,7 @@ class ThreadValues:
             if state and self._structure(number).active[state - 1] and RFLAGS in registers:
                 # the instruction before it completed (no cut), which clears RF: a fault's core has it set
                 registers[RFLAGS] &= ~_RESUME_FLAG
-            pins.append((state, registers, _PagedMemory(self.end.read_memory, single=True)))
+            pins.append((state, registers, PagedMemory(self.end.read_memory, single=True)))
         syscalls = {}
         for position, result in self.syscalls.items():
             if low <= position < high and result.before:
