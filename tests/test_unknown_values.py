@@ -217,3 +217,16 @@ def test_a_location_read_through_unknown_memory_reads_as_unknown():
     error = f"couldn't get the value of variable vla: failed to dereference pointer from 0x7fffffffe5a0 for {operation}"
     found = unknown_values._FAILED_READ.search(error)
     assert int(found.group(1) or found.group(2), 16) == 0x7FFFFFFFE5A0  # the address p names as the one it needs
+
+
+def test_the_last_line_of_a_memory_read_reaches_as_far_as_its_items():
+    """A read of a known word beside an unknown one (``x/gx &g``, with ``g`` known and the next word not) was refused:
+    its one line was taken to reach 64 bytes.  Where the items say how many bytes they are, it reaches that far."""
+    from lldb_trace.commands.unknown_values import _last_line_bytes
+
+    assert _last_line_bytes("0x555555558010: 0x0000000000000064") == 8
+    assert _last_line_bytes("0x7fffffffeb70: 0xffffebb0 0x00007fff 0x0040175b") == 12
+    assert _last_line_bytes("0x7fffffffeb80: 10 90 47 00                                      ..G.") == 4
+    assert _last_line_bytes("0x7fffffffeb70: b0 eb ff ff ff 7f 00 00 5b 17 40 00 00 00 00 00  ........[.@.....") == 16
+    for unsure in ("0x7fffffffeb70: -5200", '0x00402004: "about to crash"', "0x00401154: 0x55 0x48 abc"):
+        assert _last_line_bytes(unsure) == 64  # decimal, strings, anything else: as far as a line may reach

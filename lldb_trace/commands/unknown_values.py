@@ -53,6 +53,9 @@ _UNREAD_VALUE = re.compile(
 UNKNOWN_VALUE = "<not known at this position>"
 _SHOWN_LINE = re.compile(r"^(0x[0-9a-fA-F]+)[:\s]", re.M)  # a line of memory read's output, at its address
 _LINE_BYTES = 64  # the most bytes one line of memory read shows, for the last line's reach
+# the last line's items, where their text says how many bytes they are: hex words (x/gx), or bytes and their chars
+_HEX_ITEMS = re.compile(r"^0x[0-9a-fA-F]+: ((?:0x[0-9a-fA-F]+)(?: 0x[0-9a-fA-F]+)*)$")
+_BYTE_ITEMS = re.compile(r"^0x[0-9a-fA-F]+: ([0-9a-fA-F]{2}(?: [0-9a-fA-F]{2})*)(?: {2,}.*)?$")
 _BAD_START = "invalid start address expression"
 # LLDB's memory read when the process served fewer bytes than asked: it shows the rest as zeros
 _PARTIAL_READ = re.compile(r"not all bytes \((\d+)\s*/\s*(\d+)\) were able to be read from (0x[0-9a-fA-F]+)", re.I)
@@ -176,12 +179,24 @@ def _writable_shown(target, trace, output):
     """The first address memory read's ``output`` shows from a writable section of a module that the process
     does not know there (LLDB then shows the module file's bytes instead), or None."""
     starts = [int(address, 16) for address in _SHOWN_LINE.findall(output)]
+    last = output.rstrip("\n").rsplit("\n", 1)[-1]
     for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else start + _LINE_BYTES
+        end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else start + _last_line_bytes(last)
         found = trace.module_bytes.first_writable(start, end)
-        if found is not None and len(known_memory(target, start, end - start)) < end - start:
-            return found
+        known = len(known_memory(target, start, end - start)) if found is not None else end - start
+        if known < end - start:
+            return max(found, start + known)  # the first byte not known
     return None
+
+
+def _last_line_bytes(line):
+    """How many bytes memory read's last ``line`` shows, where its items say (``x/gx`` of a known word beside an
+    unknown one was refused); else the most a line shows."""
+    words = _HEX_ITEMS.match(line)
+    if words is not None:
+        return sum((len(word) - 2) // 2 for word in words.group(1).split())
+    found = _BYTE_ITEMS.match(line)
+    return len(found.group(1).split()) if found is not None else _LINE_BYTES
 
 
 def _unknown_memory(target, address):
