@@ -129,7 +129,7 @@ def serve_stdio(replay: Callable[[], Replay], log: TextIO | None = None) -> None
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket (``port`` 0: any free one); the caller says where it listens."""
     listener = socket.create_server((host, port), family=_family(host), reuse_port=False)
-    listener.listen(1)
+    listener.listen(16)  # clients beyond one are answered (turned away) at once, not left to retry
     return listener
 
 
@@ -141,17 +141,23 @@ def serve_socket(
     served is turned away within _HANDOVER (its debugger says the connection closed), not left waiting unanswered
     past the 2 s GDB waits for an acknowledgement."""
     served: list[threading.Thread] = []
-    while True:
-        connection, peer = listener.accept()
+    choosing = threading.Lock()
+
+    def arrive(connection, peer):  # in a thread of its own: many arriving at once wait together, not in turn
         if served:
             served[0].join(_HANDOVER)  # a client that just left: its session is ending
-        if served and served[0].is_alive():
-            announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} turned away: another client is connected")
-            connection.close()
-            continue
-        announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} connected")
-        served[:] = [threading.Thread(target=_serve_client, args=(replay, connection, announce, log), daemon=True)]
-        served[0].start()
+        with choosing:
+            if served and served[0].is_alive():
+                announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} turned away: another client is connected")
+                connection.close()
+                return
+            announce(f"lldb-trace serve: client {peer[0]}:{peer[1]} connected")
+            session = threading.Thread(target=_serve_client, args=(replay, connection, announce, log), daemon=True)
+            served[:] = [session]
+            session.start()
+
+    while True:
+        threading.Thread(target=arrive, args=listener.accept(), daemon=True).start()
 
 
 _HANDOVER = 1.0  # seconds a new client waits for the session of one that is leaving (its work stops at once)
