@@ -118,7 +118,8 @@ def note_stop(trace, tid, position, watchpoint, access):
     lines = [f"Watchpoint {watchpoint.id} hit:", f"old value: {before}", f"new value: {after}"]
     if access.kind == "read":
         lines = [f"Watchpoint {watchpoint.id} hit (read):", f"value: {before}"]
-    if not access.exact:
+    changed = "<unknown>" not in (before, after) and before != after  # then it did write them
+    if not access.exact and not changed:
         done = "written" if access.kind == "write" else "read"
         lines.append(f"(the instruction may have {done} them: only the area it reaches is known)")
     _stops(trace)[(tid, position)] = (watchpoint.id, lines)
