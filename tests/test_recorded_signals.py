@@ -36,3 +36,22 @@ def test_the_stack_the_kernel_left_alone_is_known_between_two_recorded_signals(r
     assert stored[1] == b"\xff" * 8
     assert thread.read_memory_at(first, slot, 8) == stored  # unknown before: the first delivery was a cut
     assert values.conflicts == 0
+
+
+def test_a_fault_handler_that_returns_and_two_signals_at_once_keep_every_value(tmp_path):
+    """test_traces/src/fault_retry.c: after a fault's handler returns, rt_sigreturn restores the flags with RF set,
+    which the next instruction clears.  Its recorded states differed inside one segment of rflags, a conflict:
+    the full recording showed no value at all (StatesDisagreeError).  Then two pending signals are delivered at
+    one instruction: the recorder kept two frames there, and its own bundle was refused at load."""
+    binary = tmp_path / "fault_retry"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), str(SOURCES / "fault_retry.c")], check=True)
+    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(tmp_path / "rec"), "--"]
+    done = subprocess.run([*command, str(binary)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (thread,) = api.open_bundle(tmp_path / "rec" / "trace.json").threads
+    values = thread.values()
+    flags = [values._recorded.at(position)["rflags"] for position in range(values.count)]
+    assert any(value & 0x10000 for value in flags)  # RF, after the handler's return
+    asked = range(0, thread.item_count, 25)
+    known = [thread.read_memory_at(position, thread.registers_at(position)["rsp"] + 8, 8)[1] for position in asked]
+    assert known.count(b"\xff" * 8) > len(known) // 2 and values.conflicts == 0  # the stack is shown: no conflict

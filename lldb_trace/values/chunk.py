@@ -30,7 +30,7 @@ from . import integer_ops, rules
 from .classify import DIRECTION_SET
 from .kernel_steps import EXACT, KernelSteps
 from .memory_layout import MemoryLayout
-from .registers import DF, MASK64, RFLAGS, RIP
+from .registers import DF, MASK64, RESUME_FLAG, RFLAGS, RIP
 
 _MAX_SOLVES = 4
 
@@ -105,15 +105,18 @@ class Chunk(KernelSteps, MemoryLayout):
         return self._run()
 
     def _seen(self):
-        """Each segment holding a state the recorder saw takes that state's value."""
+        """Each segment holding a state the recorder saw takes that state's value; rflags without RF, which an
+        rt_sigreturn after a fault restores and the next instruction done clears, inside one segment (the state
+        a recorder saw there is shown as it was: ThreadValues.registers_at)."""
         states, rows, registers = self.recorded
         for register, column in registers:
             starts = self.starts[register]
             found = np.searchsorted(states, starts)  # the first seen state of each segment, if inside it
             ends = [*starts[1:], self.n + 1]
+            steady = ~RESUME_FLAG if register == RFLAGS else MASK64
             for index, at in enumerate(found.tolist()):
                 if at < len(states) and states[at] < ends[index]:
-                    self._set(register, index, int(rows[at, column]))
+                    self._set(register, index, int(rows[at, column]) & steady)
 
     def _run(self):
         """The worklist, and the memory rebuilt while learned addresses change it, until nothing new is learned."""

@@ -41,7 +41,7 @@ from .machine_state import TRACKED
 from .memory_layout import spans_reader
 from .paged_memory import PagedMemory
 from .register_states import RecordedStates
-from .registers import GPRS, INDEX, REGISTERS, RFLAGS, RIP
+from .registers import GPRS, INDEX, REGISTERS, RESUME_FLAG, RFLAGS, RIP
 from .rules import relations
 from .semantics import decode
 from .shared_mappings import disjoint, registered_rseq_areas
@@ -50,7 +50,6 @@ from .thread_creation import first_creation, number_and_flags
 from .window_flow import WindowFlow
 
 CHUNK = 4096
-_RESUME_FLAG = 0x10000  # RF in rflags
 _SYSCALL = b"\x0f\x05"
 
 
@@ -249,7 +248,7 @@ class ThreadValues:
             registers = _named(self.end.registers)
             if state and self._structure(number).active[state - 1] and RFLAGS in registers:
                 # the instruction before it completed (no cut), which clears RF: a fault's core has it set
-                registers[RFLAGS] &= ~_RESUME_FLAG
+                registers[RFLAGS] &= ~RESUME_FLAG
             pins.append((state, registers, PagedMemory(self.end.read_memory, single=True)))
         syscalls = {}
         for position, result in self.syscalls.items():

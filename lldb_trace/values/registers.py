@@ -28,6 +28,7 @@ RIP, RFLAGS, FS_BASE, GS_BASE = (INDEX[name] for name in ("rip", "rflags", "fs_b
 COUNT = len(TRACKED)
 GPRS = tuple(range(16))  # rax..r15
 MASK64 = (1 << 64) - 1
+RESUME_FLAG = 0x10000  # RF in rflags: set by the kernel in a fault's saved flags, cleared by each instruction done
 VECTOR = COUNT  # xmm0's number; xmmN (lane 0 of zmmN) is VECTOR + N
 LANES = 4  # 128-bit lanes of a 512-bit register
 DF = VECTOR + 32 * LANES  # rflags' direction flag, 0 or 1, kept apart (see the module doc)

@@ -94,9 +94,15 @@ class SyscallLog:
         top = interrupted_rsp - _RED_ZONE
         if not 0 < top - rsp <= MOST_FRAME:
             return
+        kept = self.results.setdefault(tid, [])
+        if kept and kept[-1]["instruction"] == index and "signalFrame" in kept[-1]:
+            # a second signal delivered before the first handler ran an instruction (both were pending): the
+            # kernel wrote both frames at this instruction, one entry holds them
+            (low, old), *_ = kept.pop()["signalFrame"]
+            rsp, top = min(rsp, low), max(top, low + len(old) // 2)
         data = self.memory.read(rsp, top - rsp)
         if len(data) == top - rsp:
-            self.results.setdefault(tid, []).append({"instruction": index, "signalFrame": [[rsp, data.hex()]]})
+            kept.append({"instruction": index, "signalFrame": [[rsp, data.hex()]]})
 
     def files(self, tids, traced):
         """``{tid: JSON text}`` of the threads among ``tids`` that made a syscall, each named by where the thread's
