@@ -43,8 +43,10 @@ class WindowFlow:
         either = rule == _EITHER
         cuts[either] = ((following != fall) & (following != target))[either]
         effects = [rules[k][0] for k in inverse.tolist()]
-        successors = following.tolist()
+        successors = values.addresses[low + 1 : high + 1]  # the ints the trace's list holds: no copy of each
         nexts = [address or None for address in successors]
+        if len(nexts) < len(here):
+            successors, nexts = [*successors, 0], [*nexts, None]
         cuts = cuts.tolist()
         asked = set(np.flatnonzero(rule == _ASK).tolist())
         first, last = np.searchsorted(self._interrupted, (low, high))
