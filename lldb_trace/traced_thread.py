@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import LldbTraceError
-from .values.process_values import values_of
 
 if TYPE_CHECKING:
     from .bundle.model import Bundle, Thread, ThreadStop, TscConversion
@@ -104,6 +103,8 @@ class TracedThread:
         stop = self.stop
         if stop is not None and stop.pc is not None:
             return stop.pc
+        from .values.process_values import values_of  # the value layer: not loaded by views and exports that never ask
+
         core = values_of(self.process_trace).end_core
         in_core = core.thread(self.tid) if core is not None else None
         return in_core.registers["rip"] if in_core is not None else self.decoded_or_error().end_ip
