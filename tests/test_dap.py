@@ -281,6 +281,10 @@ def test_requests_before_launch_and_bad_requests_are_error_responses():
             ("variables", {"variablesReference": 424242}, "variablesReference 424242 is not known here"),
             ("scopes", {"frameId": True}, "frameId must be an integer, not a boolean"),
             ("evaluate", {"expression": "\ud800", "context": "watch"}, "lone surrogate"),
+            # LLDB's parsers recurse once an operator: 10,000 of them overflowed its stack and killed the server
+            ("evaluate", {"expression": "1+" * 10000 + "1", "context": "hover"}, "at most 4096 are evaluated"),
+            ("setBreakpoints", {"source": {"path": "x.c"}, "breakpoints": [{"line": 2**32}]}, "from 1 to 2147483647"),
+            ("gotoTargets", {"source": {"path": "x.c"}, "line": 2**32 + 1}, "line must be from 1 to 2147483647"),
             ("setBreakpoints", {"source": {"path": "x.c"}, "breakpoints": {"line": 3}}, "breakpoints must be a list"),
             ("launch", {"trace": str(GRADEBOOK)}, "a trace is loaded already"),
             ("setExceptionBreakpoints", {"filters": ["all"]}, "no exception breakpoints"),

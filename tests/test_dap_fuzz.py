@@ -32,7 +32,7 @@ GRADEBOOK = HISTORY / "gradebook" / "trace.json"
 BATCH = 10  # requests in flight at once (ids are fetched again before each batch: a move makes them stale)
 
 JUNK_VALUES = [
-    None, True, False, 0, -1, 1, 7, 2**31, 2**63, 2**64 + 5, -(2**70), 10**300, 3.5, -0.0, float("inf"),
+    None, True, False, 0, -1, 1, 7, 2**31, 2**32, 2**63, 2**64 + 5, -(2**70), 10**300, 3.5, -0.0, float("inf"),
     "", "x", "0x401620", "-1", "gradebook.c", "\ud800", "a\x00b", "é" * 50, "x" * 5000, [], [1, "a", None],
     {}, {"path": 3}, {"line": "23"}, [[[[[[[[[[[]]]]]]]]]]],
 ]  # fmt: skip

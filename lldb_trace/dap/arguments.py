@@ -7,6 +7,7 @@ this class, so each of those ends as a RequestError naming the argument.
 """
 
 MAX_INTEGER = 2**63 - 1  # what LLDB's 64-bit APIs take; a larger number is no id, line or address here
+MAX_LINE = 2**31 - 1  # LLDB takes a line as a 32-bit number; no source file is longer
 _MISSING = object()
 
 
@@ -36,6 +37,10 @@ class Arguments:
         if not minimum <= value <= maximum:
             raise RequestError(f"{self._name(name)} must be from {minimum} to {maximum}, not {_short(value)}")
         return value
+
+    def line(self, name, lines_from):
+        """A source line in the client's numbering (its first line is ``lines_from``: 0 or 1), as LLDB's (from 1)."""
+        return self.integer(name, minimum=lines_from, maximum=MAX_LINE - 1 + lines_from) + 1 - lines_from
 
     def string(self, name, default=_MISSING):
         value = self._get(name, default)

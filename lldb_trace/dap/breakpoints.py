@@ -23,7 +23,7 @@ def set_breakpoints(session, arguments):
     source = arguments.object("source")
     path = source.string("path", None) or source.string("name")
     wanted = _at_most(arguments.objects("breakpoints", None))
-    lines = [item.integer("line", minimum=session.lines_from) + 1 - session.lines_from for item in wanted]
+    lines = [item.line("line", session.lines_from) for item in wanted]
     for number in session.source_breakpoints.pop(path, []):
         target.BreakpointDelete(number)
     shown, made = [], []

@@ -22,6 +22,7 @@ from ..values.machine_state import GENERAL
 from . import console
 from .arguments import RequestError
 
+MAX_EXPRESSION = 4096  # characters: LLDB's parsers recurse per operator, and 10,000 of them overflow its stack
 MAX_CHILDREN = 1000  # children listed by one 'variables' request at most; clients page with start and count
 _PREVIEW_CHILDREN, _PREVIEW_CHARS = 6, 100
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
@@ -256,6 +257,8 @@ def evaluate(session, arguments):
     """A watch, hover or console expression in the frame; in the console an LLDB command (console.py).  Without a
     context (the protocol makes it optional) it is an expression: only the console's lines run commands."""
     text = arguments.string("expression")
+    if len(text) > MAX_EXPRESSION:
+        raise RequestError(f"the expression is {len(text)} characters long: at most {MAX_EXPRESSION} are evaluated")
     context = arguments.string("context", "watch")
     frame, index = frame_of(session, arguments.integer("frameId")) if "frameId" in arguments else (None, 0)
     if context == "repl" and console.is_command(session, text, frame):

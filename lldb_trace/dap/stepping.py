@@ -109,7 +109,7 @@ def goto_targets(session, arguments):
     """The executions of a source line by the selected thread, newest first, as 'pt find --line' lists them."""
     source = arguments.object("source")
     path = source.string("path", None) or source.string("name")
-    line = arguments.integer("line", minimum=session.lines_from) + 1 - session.lines_from
+    line = arguments.line("line", session.lines_from)
     target = session.target()
     thread = target.GetProcess().GetSelectedThread()
     traced = of_target(target).thread(thread.GetThreadID())
