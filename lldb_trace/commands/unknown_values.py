@@ -32,6 +32,7 @@ from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, WHY_UNKNOWN
 from ..debugger.shown_state import known_memory
 from .base import lldbs_own
 from .routing import quote
+from .unknown_strings import mark_unproven, pointer_depth, shown_variables
 
 EXPRESSIONS = ("expression", "dwim-print")  # ``p`` and ``print`` are dwim-print since LLDB 16
 VARIABLES = ("frame variable", "target variable")
@@ -82,9 +83,13 @@ def _override(debugger, evaluates):
             return False
         result = lldbs_own(debugger, command, _running)
         if result.Succeeded():  # a struct's fields LLDB could not read are shown inside the value
-            if not _UNREAD_VALUE.search(result.GetOutput()):
+            # strings over memory not known: LLDB shows what it could read as the whole string
+            target = debugger.GetSelectedTarget()
+            shown = result.GetValues(lldb.eNoDynamicValues) if evaluates else shown_variables(target, argv)
+            output = mark_unproven(target, list(shown), result.GetOutput(), pointer_depth(argv))
+            if output == result.GetOutput() and not _UNREAD_VALUE.search(output):
                 return False  # nothing to say: LLDB runs its command again, so that its result holds the output
-            _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(UNKNOWN_VALUE, result.GetOutput()))
+            _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(UNKNOWN_VALUE, output))
             return True
         error = result.GetError()
         register = _UNKNOWN_REGISTER.search(error)

@@ -18,6 +18,7 @@ import lldb
 
 from ..commands.unknown_values import WHY_UNKNOWN
 from ..debugger.histories import history_of, shown_frames, shows_history
+from ..debugger.known_strings import unproven_string
 from ..values.machine_state import GENERAL
 from . import console
 from .arguments import RequestError
@@ -234,6 +235,9 @@ def value_text(value, depth=0):
     if error.Fail():
         return unknown_text(error.GetCString() or "")
     text, summary = value.GetValue(), value.GetSummary()
+    unknown = unproven_string(value.GetTarget(), value) if summary is not None else None
+    if unknown is not None:  # LLDB shows the bytes it could read as the whole string ("" for none)
+        summary = f"{NOT_KNOWN[:-1]} (memory at {unknown:#x})>"
     if text is not None or summary is not None:
         return " ".join(part for part in (text, summary) if part)
     if not value.MightHaveChildren() or not value.GetNumChildren(1):

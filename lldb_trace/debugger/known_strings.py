@@ -1,0 +1,78 @@
+"""Whether a C string that LLDB shows in a summary is what memory held at the position.
+
+LLDB reads a char array's or a char pointer's string until its terminator or
+a byte it cannot read, and shows what it read as the whole string: ``""``
+where it read nothing.  On a trace, memory not known at a position cannot be
+read, so an array over unknown bytes showed as a known empty string and a
+string known in part as a shorter one.  A summary is proven where every byte
+up to its terminator (or the array's end, or LLDB's summary length) is known;
+elsewhere the views show where the first byte not known lies instead.
+"""
+
+import lldb
+
+from .histories import shows_history
+from .shown_state import known_memory
+
+# the character types whose arrays and pointers LLDB summarizes as strings, and their sizes
+_CHARACTERS = {
+    lldb.eBasicTypeChar: 1,
+    lldb.eBasicTypeSignedChar: 1,
+    lldb.eBasicTypeUnsignedChar: 1,
+    lldb.eBasicTypeChar8: 1,
+    lldb.eBasicTypeChar16: 2,
+    lldb.eBasicTypeChar32: 4,
+    lldb.eBasicTypeWChar: 4,
+}
+_SUMMARY_LENGTH = 1024  # LLDB's target.max-string-summary-length, where the target does not say
+
+
+def string_element(sbtype):
+    """``(is_array, character size)`` where ``sbtype`` is an array of or a pointer to characters, else None."""
+    sbtype = sbtype.GetCanonicalType()
+    if sbtype.IsArrayType():
+        array, element = True, sbtype.GetArrayElementType()
+    elif sbtype.IsPointerType():
+        array, element = False, sbtype.GetPointeeType()
+    else:
+        return None
+    size = _CHARACTERS.get(element.GetCanonicalType().GetUnqualifiedType().GetBasicType())
+    return None if size is None else (array, size)
+
+
+def unproven_string(target, value):
+    """The address of the first byte not known of the string ``value``'s summary shows (an SBValue of a char array
+    or pointer), or None where the summary is proven (or shows no string)."""
+    found = string_element(value.GetType())
+    summary = value.GetSummary()
+    if found is None or summary is None or '"' not in summary or not shows_history(target):
+        return None
+    array, character = found
+    if array:
+        address, size = value.GetLoadAddress(), value.GetByteSize()
+    else:
+        address, size = value.GetValueAsUnsigned(), summary_length(target) * character
+    if address == lldb.LLDB_INVALID_ADDRESS or not size:
+        return None  # an array held in a register, an expression's result: no memory behind it
+    return first_unknown(target, address, size, character)
+
+
+def first_unknown(target, address, size, character):
+    """None where the string at ``address`` is known up to its terminator or for ``size`` bytes; else the
+    address of the first byte not known."""
+    data = known_memory(target, address, size)
+    for offset in range(0, len(data) - character + 1, character):
+        if not any(data[offset : offset + character]):
+            return None  # its terminator, and every byte before it, known
+    return None if len(data) >= size else address + len(data)
+
+
+def summary_length(target):
+    """The most characters LLDB reads for a char pointer's summary (the target's setting)."""
+    setting = lldb.SBDebugger.GetInternalVariableValue(
+        "target.max-string-summary-length", target.GetDebugger().GetInstanceName()
+    )
+    try:
+        return int(setting.GetStringAtIndex(0))
+    except (TypeError, ValueError):
+        return _SUMMARY_LENGTH

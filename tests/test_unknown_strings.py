@@ -1,0 +1,104 @@
+"""A string over memory not known at a position is shown as not known, never as a shorter or empty string.
+
+LLDB shows a char array or char pointer by the string it could read: over
+bytes a trace does not determine, ``tag = ""`` and ``note = 0x... ""``, as
+if the program had stored an empty string there.  test_traces/src/string_fields.c
+fills a heap record's ``tag`` and the buffer ``note`` points to; recorded with
+register states and the end core (no start core, no system calls' results),
+their bytes are not known before fill() writes them, and known after.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.lldb22 import needs_lldb_22, run_lldb_22
+from support.paths import SOURCES
+
+
+def unknown(address):
+    return f"<not known at this position (memory at {address:#x})>"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("string_fields")
+    binary = folder / "string_fields"
+    subprocess.run(["gcc", "-O0", "-g", "-no-pie", "-o", str(binary), str(SOURCES / "string_fields.c")], check=True)
+    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(folder / "rec"), "--", str(binary)]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    recorded = json.loads((folder / "rec" / "trace.json").read_text())
+    (process,) = recorded["processes"]
+    del process["startCoreFile"]
+    for thread in process["threads"]:
+        del thread["syscallResults"]
+    (folder / "rec" / "end_and_registers.json").write_text(json.dumps(recorded))
+    return folder / "rec" / "end_and_registers.json"
+
+
+def commands(bundle):
+    return [
+        f"trace load {bundle}",
+        "breakpoint set -l 16",  # strcpy(r->note, text): r->note is set, its buffer not written yet
+        "pt reverse-continue",
+        "frame variable *r",
+        "frame variable -P 1 r",
+        "p r->note",
+        "frame variable r->tag",
+        "pt goto end",
+        "frame variable -P 1 r",
+    ]
+
+
+def check(out):
+    """``out``: the commands' output; the record and the note's buffer are where the end shows them."""
+    record = int(re.search(r"^\(record \*\) r = (0x[0-9a-f]+) \{$", out, re.M).group(1), 16)
+    note = int(re.search(r'^  note = (0x[0-9a-f]+) "hello, world"$', out, re.M).group(1), 16)  # at the end
+    tag = record + 8
+    assert f"(record) *r = (id = 7, tag = {unknown(tag)}, note = {unknown(note)})" in out
+    assert f"  tag = {unknown(tag)}\n  note = 0x{note:016x} {unknown(note)}\n" in out  # -P 1: the pointer is known
+    assert f"(char *) 0x{note:016x} {unknown(note)}" in out  # p's result
+    assert f"(char[8]) r->tag = {unknown(tag)}" in out
+    assert '""' not in out
+    assert f'  tag = "node1"\n  note = 0x{note:016x} "hello, world"\n' in out  # known at the end: shown
+
+
+def test_in_lldb(bundle, tmp_path):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in commands(bundle)]
+        out, _ = session.streams()
+    finally:
+        session.close()
+    check(out + "".join(result.GetOutput() for result in results))
+
+
+@needs_lldb_22
+def test_in_lldb_22(bundle, tmp_path):
+    check(run_lldb_22(tmp_path, commands(bundle)).stdout)
+
+
+def test_the_ide_shows_them_as_not_known(bundle, tmp_path):
+    """The DAP server's variables and watch views show a value by dap.inspection.value_text."""
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    from lldb_trace.dap.inspection import value_text
+
+    session = Session(tmp_path)
+    try:
+        for command in commands(bundle)[:3]:
+            session.handle(command)
+        frame = session.target.GetProcess().GetSelectedThread().GetSelectedFrame()
+        shown = [value_text(frame.GetValueForVariablePath(path)) for path in ("r", "r->tag", "r->note", "text")]
+    finally:
+        session.close()
+    record = int(shown.pop(0).split()[0], 16)
+    note = int(shown[1].split()[0], 16)
+    assert shown == [unknown(record + 8), f"0x{note:016x} {unknown(note)}", '0x000000000040200a "hello, world"']
