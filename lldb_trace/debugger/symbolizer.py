@@ -70,6 +70,19 @@ class LldbSymbolizer(Symbolizer):
             return None
         return function_entry + function.GetPrologueByteSize()
 
+    def inlined_ranges(self, address):
+        block = self.target.ResolveLoadAddress(address).GetBlock()
+        block = block.GetContainingInlinedBlock() if block.IsValid() else block
+        if not block.IsValid():
+            return None
+        return [
+            (
+                block.GetRangeStartAddress(k).GetLoadAddress(self.target),
+                block.GetRangeEndAddress(k).GetLoadAddress(self.target),
+            )
+            for k in range(block.GetNumRanges())
+        ]
+
     def _locate(self, address):
         resolved = self.target.ResolveLoadAddress(address)
         module = resolved.GetModule()

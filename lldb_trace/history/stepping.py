@@ -62,8 +62,14 @@ def nexti(history, reverse=False):
 
 
 def finish(history, reverse=False):
-    """Out of the innermost frame: to its return address, or (reverse) to the call instruction that made it."""
+    """Out of the innermost frame: to its return address, or (reverse) to the call instruction that made it; out
+    of an inlined call (frame #0 an inlined function's) to the first instruction past it, or (reverse) the last
+    one before it, in the frame that holds it, as GDB does."""
     row = row_at(history, history.position)
+    pc = history.pc_at(history.position) if row is not None else None
+    ranges = history.symbolizer.inlined_ranges(pc) if pc is not None else None
+    if ranges:
+        return _out_of_inlined(history, row, ranges, reverse)
     if row is None:  # stopped at a callee's door: the call instruction is the item before
         return Movement(history.end - 1) if reverse else Movement(history.end, NO_MORE_HISTORY)
     if history.map.is_root(row):
@@ -74,6 +80,30 @@ def finish(history, reverse=False):
     while (successor := replacement(history, row)) is not None:  # it tail-called: on to where that returns
         row = successor
     return Movement(min(int(history.map.forest.last[row]) + 1, history.end))
+
+
+def _out_of_inlined(history, row, ranges, reverse):
+    """The first position (reverse: the last before) in frame ``row`` whose instruction lies outside the inlined
+    call's ``ranges``, its callees' positions passed over; the frame's own end where it ends first."""
+    position, forest = history.position, history.map.forest
+    while True:
+        if reverse:
+            if position == 0:
+                return Movement(0, NO_MORE_HISTORY)
+            child = history.map.child_at(row, position - 1)
+            position = call_item(history, child) if child is not None else position - 1
+        else:
+            child = (
+                history.map.child_at(row, position + 1) if history.map.branch_at(position) == InsnClass.CALL else None
+            )
+            position = int(forest.last[child]) + 1 if child is not None else position + 1
+            if position >= history.end:
+                return Movement(history.end)
+        if row_at(history, position) != row:
+            return Movement(position)  # the frame itself returned (or, reverse, began) first
+        pc = history.pc_at(position)
+        if pc is None or not any(start <= pc < end for start, end in ranges):
+            return Movement(position)
 
 
 def step(history, reverse=False):

@@ -49,6 +49,11 @@ class Symbolizer(ABC):
         """Where ``step`` into the function entered at ``function_entry`` stops (after its prologue), or None."""
         return None
 
+    def inlined_ranges(self, address):
+        """``[(start, end)]``: the addresses of the innermost inlined call holding ``address``, or None where it is
+        in no inlined call (or the implementation does not know: the ELF symbolizer reads no inlining)."""
+        return None
+
     @abstractmethod
     def _locate(self, address):
         """The Location of ``address``, found the implementation's way (called once per address)."""
