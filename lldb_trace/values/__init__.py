@@ -22,5 +22,12 @@ The recovery (``recovery.ThreadValues``: the values at every position of one thr
 And what the rest of the package asks: ``process_values`` (a traced process's known states and its threads'
 recoveries, made on first use) and ``accesses`` ("who wrote this?").
 
-No ``lldb`` here.
+The engine's hot modules run compiled where setup.py could build them (``engine_build``; ``ENGINE``
+says which run).  No ``lldb`` here.
 """
+
+from pathlib import Path
+
+from .engine_build import guard
+
+ENGINE = guard(__name__, Path(__file__).parent)

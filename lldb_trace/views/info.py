@@ -16,6 +16,7 @@ from ..bundle.stops import stop_json
 from ..decode.compiled_loop import unavailable_reason
 from ..decode.truncation import find_file_cut
 from ..history import describe_position
+from ..values import ENGINE
 
 if TYPE_CHECKING:
     from ..bundle.model import Bundle
@@ -54,6 +55,13 @@ def session_info(
         ],
         "threads": [_thread_info(thread, thread_index(thread.tid), position(thread.tid)) for thread in threads],
     }
+    process = process_trace.process
+    if process.core_file is not None or process.start_core_file is not None:  # values in the past (docs/values.md)
+        info["process"]["knownStates"] = {
+            "core": None if process.core_file is None else str(process.core_file),
+            "startCore": None if process.start_core_file is None else str(process.start_core_file),
+            "valueEngine": ENGINE,
+        }
     children = process_trace.process.untraced_children
     if children:  # processes it created that ran without tracing
         info["process"]["untracedChildren"] = list(children)
@@ -148,6 +156,11 @@ def info_text(info: dict) -> str:
         f"Bundle: {info['bundle']} ({info['format']} format)",
         f"Process {info['process']['pid']} ({info['process']['triple']})",
     ]
+    states = info["process"].get("knownStates")
+    if states is not None:
+        named = (("core", "end core"), ("startCore", "start core"))
+        cores = [f"{name} {states[key]}" for key, name in named if states[key]]
+        lines.append(f"  Known states: {', '.join(cores)} (value engine: {states['valueEngine']})")
     children = info["process"].get("untracedChildren")
     if children:
         lines.append(
