@@ -36,6 +36,9 @@ def bundle(tmp_path_factory):
     for thread in process["threads"]:
         del thread["syscallResults"]
     (folder / "rec" / "end_and_registers.json").write_text(json.dumps(recorded))
+    for thread in process["threads"]:
+        del thread["registerStates"]
+    (folder / "rec" / "end_core.json").write_text(json.dumps(recorded))
     return folder / "rec" / "end_and_registers.json"
 
 
@@ -102,3 +105,24 @@ def test_the_ide_shows_them_as_not_known(bundle, tmp_path):
     record = int(shown.pop(0).split()[0], 16)
     note = int(shown[1].split()[0], 16)
     assert shown == [unknown(record + 8), f"0x{note:016x} {unknown(note)}", '0x000000000040200a "hello, world"']
+
+
+def test_a_struct_behind_a_pointer_whose_frame_base_is_not_known_reads_as_unknown(bundle, tmp_path):
+    """From the end core alone, fill()'s frame base is not known after strcpy (libc's writes): LLDB said "<parent
+    failed to evaluate: No frame base available for this historical stack frame.>" for ``*r``."""
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        for command in (
+            f"trace load {bundle.with_name('end_core.json')}",
+            "breakpoint set -l 17",
+            "pt reverse-continue",
+        ):
+            session.ok(command)
+        session.ok("frame variable *r r->tag")
+        shown, _ = session.streams()  # the plugin's override writes to the debugger's output
+    finally:
+        session.close()
+    assert "(record) *r = <not known at this position>\n(char[8]) r->tag = <not known at this position>\n" in shown

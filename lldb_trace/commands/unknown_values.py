@@ -48,7 +48,7 @@ _UNREAD_RESULT = "couldn't read its memory"  # LLDB reading an expression's resu
 _UNREAD_VALUE = re.compile(
     r"<read memory from 0x[0-9a-fA-F]+ failed \(\d+ of \d+ bytes read\)>(\n(?=\n))?"
     r"|<failed to dereference pointer from 0x[0-9a-fA-F]+ for DW_OP_deref(?:_size)?: [^<>]*>(\n(?=\n))?"
-    r"|<No frame base available for this historical stack frame\.>(\n(?=\n))?"
+    r"|<(?:parent failed to evaluate: )?No frame base available for this historical stack frame\.>(\n(?=\n))?"
     r"|<unable to convert register kind=\d+ reg_num=\d+ to a native register number>(\n(?=\n))?"
 )
 UNKNOWN_VALUE = "<not known at this position>"
