@@ -91,6 +91,13 @@ def test_the_bug_hunt_goes_back_to_the_write(client):
     fields = gradebook.ok("variables", {"variablesReference": student["variablesReference"]})["variables"]
     shown = {field["name"]: field["value"] for field in fields}
     assert shown["course"] == "0x0000000000000006" and shown["count"] == "5" and '"Ada"' in shown["name"]
+    marks = gradebook.ok("variables", {"variablesReference": fields[1]["variablesReference"], "filter": "indexed"})
+    assert [mark["name"] for mark in marks["variables"]] == ["[0]", "[1]", "[2]", "[3]"]
+    named = gradebook.ok("variables", {"variablesReference": student["variablesReference"], "filter": "named"})
+    assert [field["name"] for field in named["variables"]] == ["name", "marks", "course", "count"]
+    assert not gradebook.ok("variables", {"variablesReference": student["variablesReference"], "filter": "indexed"})[
+        "variables"
+    ]
 
     console = gradebook.ok(
         "evaluate", {"expression": "watchpoint set expression -s 8 -- &student->course", "context": "repl"}
@@ -288,6 +295,11 @@ def test_requests_before_launch_and_bad_requests_are_error_responses():
             ("setBreakpoints", {"source": {"path": "x.c"}, "breakpoints": {"line": 3}}, "breakpoints must be a list"),
             ("launch", {"trace": str(GRADEBOOK)}, "a trace is loaded already"),
             ("setExceptionBreakpoints", {"filters": ["all"]}, "no exception breakpoints"),
+            (
+                "variables",
+                {"variablesReference": 1, "filter": "both"},
+                "filter must be 'indexed' or 'named', not 'both'",
+            ),
         ):
             assert says in with_client.error(command, arguments), command
         scopes = with_client.ok("scopes", {"frameId": frames_of(with_client, tid)[0]["id"]})["scopes"]

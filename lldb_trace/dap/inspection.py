@@ -197,10 +197,19 @@ def _registers(session, frame, index):
 
 
 def variables(session, arguments):
+    kind = arguments.string("filter", None)
+    if kind not in (None, "indexed", "named"):
+        raise RequestError(f"filter must be 'indexed' or 'named', not {kind!r}")
     children = session.handles.get(arguments.integer("variablesReference"), "variablesReference", Children)
     start, count = arguments.integer("start", 0), arguments.integer("count", 0)
-    listed = islice(children.listed(), start, start + min(count or MAX_CHILDREN, MAX_CHILDREN))
+    listed = (item for item in children.listed() if kind is None or _indexed(item) == (kind == "indexed"))
+    listed = islice(listed, start, start + min(count or MAX_CHILDREN, MAX_CHILDREN))
     return {"variables": [_variable(session, item) for item in listed]}
+
+
+def _indexed(item):
+    """Is the child an array's element (``[3]``), not a named member or a note?"""
+    return not isinstance(item, tuple) and (item.GetName() or "").startswith("[")
 
 
 def _variable(session, item):
