@@ -45,7 +45,7 @@ def bundle(tmp_path_factory):
 def commands(bundle):
     return [
         f"trace load {bundle}",
-        "breakpoint set -l 16",  # strcpy(r->note, text): r->note is set, its buffer not written yet
+        "breakpoint set -p 'strcpy.r->note'",  # r->note is set, its buffer not written yet
         "pt reverse-continue",
         "frame variable *r",
         "frame variable -P 1 r",
@@ -53,6 +53,8 @@ def commands(bundle):
         "frame variable r->tag",
         "pt goto end",
         "frame variable -P 1 r",
+        "frame variable *wild",
+        "p wild->id",
     ]
 
 
@@ -67,6 +69,9 @@ def check(out):
     assert f"(char[8]) r->tag = {unknown(tag)}" in out
     assert '""' not in out
     assert f'  tag = "node1"\n  note = 0x{note:016x} "hello, world"\n' in out  # known at the end: shown
+    wild = 0x480000000040  # at the crash its target is not mapped: no value to know
+    tag = f"<not mapped (memory at {wild + 8:#x})>"
+    assert f"(record) *wild = (id = <not mapped>, tag = {tag}, note = <not mapped>)" in out
 
 
 def test_in_lldb(bundle, tmp_path):
@@ -100,11 +105,15 @@ def test_the_ide_shows_them_as_not_known(bundle, tmp_path):
             session.handle(command)
         frame = session.target.GetProcess().GetSelectedThread().GetSelectedFrame()
         shown = [value_text(frame.GetValueForVariablePath(path)) for path in ("r", "r->tag", "r->note", "text")]
+        session.handle("pt goto end")
+        frame = session.target.GetProcess().GetSelectedThread().GetFrameAtIndex(0)
+        wild = [value_text(frame.GetValueForVariablePath(path)) for path in ("wild->id", "wild->tag")]
     finally:
         session.close()
     record = int(shown.pop(0).split()[0], 16)
     note = int(shown[1].split()[0], 16)
     assert shown == [unknown(record + 8), f"0x{note:016x} {unknown(note)}", '0x000000000040200a "hello, world"']
+    assert wild == ["<not mapped (memory at 0x480000000040)>", "<not mapped (memory at 0x480000000048)>"]
 
 
 def test_a_struct_behind_a_pointer_whose_frame_base_is_not_known_reads_as_unknown(bundle, tmp_path):
@@ -117,7 +126,7 @@ def test_a_struct_behind_a_pointer_whose_frame_base_is_not_known_reads_as_unknow
     try:
         for command in (
             f"trace load {bundle.with_name('end_core.json')}",
-            "breakpoint set -l 17",
+            "breakpoint set -p 'memcpy.r->tag'",
             "pt reverse-continue",
         ):
             session.ok(command)

@@ -13,7 +13,7 @@ import re
 import shlex
 from itertools import pairwise
 
-from ..debugger.known_strings import string_element, unproven_string
+from ..debugger.known_strings import string_element, unproven_string, unproven_text
 
 _CHILDREN_SHOWN = 256  # LLDB's target.max-children-count: the children it prints of one value
 _DEPTH = 32  # how deep the walk opens aggregates (LLDB's own limit is far deeper; real structs are not)
@@ -30,7 +30,7 @@ def mark_unproven(target, roots, output, pointers=0):
     found = [(value, address) for value in _walk(roots, pointers) if (address := unproven_string(target, value))]
     notes, at = [], 0
     for value, address in found:
-        unknown = f"<not known at this position (memory at {address:#x})>"
+        unknown = unproven_text(target, address)
         name = re.escape(value.GetName() or "")
         # ``name = 0x... "text"`` inside a value, ``(type) name = "text"`` or ``(char *) 0x... "text"`` (p's)
         shown = re.compile(rf"(?:(?<![\w\]]){name} = |\) )(?:0x[0-9a-fA-F]+ )?{re.escape(value.GetSummary())}")

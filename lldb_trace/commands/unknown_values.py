@@ -28,8 +28,14 @@ import lldb
 from ..debugger import registry
 from ..debugger.histories import shows_history
 from ..debugger.register_layout import X86_REGISTER_NAMES
-from ..debugger.scripted_process import MAPPED_FROM, NOTHING_MAPPED, WHY_UNKNOWN, name_asked_address
-from ..debugger.shown_state import known_memory
+from ..debugger.scripted_process import (
+    MAPPED_FROM,
+    NOT_MAPPED_AT_CORE,
+    NOTHING_MAPPED,
+    WHY_UNKNOWN,
+    name_asked_address,
+)
+from ..debugger.shown_state import known_memory, unmapped_in
 from .base import lldbs_own
 from .routing import quote
 from .unknown_strings import mark_unproven, pointer_depth, shown_variables
@@ -89,7 +95,7 @@ def _override(debugger, evaluates):
             output = mark_unproven(target, list(shown), result.GetOutput(), pointer_depth(argv))
             if output == result.GetOutput() and not _UNREAD_VALUE.search(output):
                 return False  # nothing to say: LLDB runs its command again, so that its result holds the output
-            _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(UNKNOWN_VALUE, output))
+            _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(lambda found: _unread(target, found), output))
             return True
         error = result.GetError()
         register = _UNKNOWN_REGISTER.search(error)
@@ -220,12 +226,22 @@ def _unknown_past(target, start, read):
     )
 
 
+def _unread(target, found):
+    """How a value LLDB could not read shows: not known, or (at a core, through a wild pointer) not mapped."""
+    address = _FAILED_READ.search(found.group(0))
+    if address is not None and unmapped_in(target, int(address.group(1) or address.group(2), 16)):
+        return "<not mapped>"
+    return UNKNOWN_VALUE
+
+
 def _unknown_value(target, text, found):
     needs = ""
     address = int(found.group(1) or found.group(2), 16) if found is not None else _value_address(target, text)
     if address is not None:
         if address < MAPPED_FROM:
             return f"{text or 'the value'} cannot be read: it needs memory at {address:#x}, and {NOTHING_MAPPED}"
+        if unmapped_in(target, address):
+            return f"{text or 'the value'} cannot be read: it needs memory at {address:#x}, and {NOT_MAPPED_AT_CORE}"
         needs = f" (it needs {address:#x}{_place(target, address)})"
     return f"{text or 'the value'} is not known at this position{needs}: {WHY_UNKNOWN}"
 

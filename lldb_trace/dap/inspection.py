@@ -18,7 +18,8 @@ import lldb
 
 from ..commands.unknown_values import WHY_UNKNOWN
 from ..debugger.histories import history_of, shown_frames, shows_history
-from ..debugger.known_strings import unproven_string
+from ..debugger.known_strings import unproven_string, unproven_text
+from ..debugger.shown_state import unmapped_in
 from ..values.machine_state import GENERAL
 from . import console
 from .arguments import RequestError
@@ -242,11 +243,11 @@ def value_text(value, depth=0):
     """How a value shows: LLDB's value and summary, a short preview of an aggregate, or why it is unknown."""
     error = value.GetError()
     if error.Fail():
-        return unknown_text(error.GetCString() or "")
+        return unknown_text(error.GetCString() or "", value.GetTarget())
     text, summary = value.GetValue(), value.GetSummary()
     unknown = unproven_string(value.GetTarget(), value) if summary is not None else None
     if unknown is not None:  # LLDB shows the bytes it could read as the whole string ("" for none)
-        summary = f"{NOT_KNOWN[:-1]} (memory at {unknown:#x})>"
+        summary = unproven_text(value.GetTarget(), unknown)
     if text is not None or summary is not None:
         return " ".join(part for part in (text, summary) if part)
     if not value.MightHaveChildren() or not value.GetNumChildren(1):
@@ -258,9 +259,12 @@ def value_text(value, depth=0):
     return preview if len(preview) <= _PREVIEW_CHARS else preview[: _PREVIEW_CHARS - 4] + "...}"
 
 
-def unknown_text(error):
-    """An SBValue's error as a value: a failed read in a trace is memory not known at the position."""
+def unknown_text(error, target=None):
+    """An SBValue's error as a value: a failed read in a trace is memory not known at the position (or, at a
+    core, through a wild pointer, memory not mapped)."""
     found = _FAILED_READ.search(error)
+    if found and target is not None and unmapped_in(target, int(found.group(1), 16)):
+        return f"<not mapped (memory at {found.group(1)})>"
     if found:
         return f"{NOT_KNOWN[:-1]} (memory at {found.group(1)})>"
     return f"<unavailable: {' '.join(error.split())}>"

@@ -12,7 +12,7 @@ elsewhere the views show where the first byte not known lies instead.
 import lldb
 
 from .histories import shows_history
-from .shown_state import known_memory
+from .shown_state import known_memory, unmapped_in
 
 # the character types whose arrays and pointers LLDB summarizes as strings, and their sizes
 _CHARACTERS = {
@@ -55,6 +55,13 @@ def unproven_string(target, value):
     if address == lldb.LLDB_INVALID_ADDRESS or not size:
         return None  # an array held in a register, an expression's result: no memory behind it
     return first_unknown(target, address, size, character)
+
+
+def unproven_text(target, address):
+    """How a string whose first byte not known is at ``address`` shows (at a core: not mapped there, maybe)."""
+    if unmapped_in(target, address):
+        return f"<not mapped (memory at {address:#x})>"
+    return f"<not known at this position (memory at {address:#x})>"
 
 
 def first_unknown(target, address, size, character):

@@ -32,7 +32,7 @@ from . import history_watchpoints, registry, unwind_check
 from .histories import breakpoint_locations, history_of, shown_frame_count, shown_frames, unwound_frame_count
 from .progress_reporter import LldbReporter
 from .register_layout import register_bytes, register_info, register_values
-from .shown_state import ShownState, shown_state
+from .shown_state import ShownState, shown_state, unmapped
 
 # A stop that is no signal (an exit, the end of the trace, a position in history) is a SIGSTOP stop worded as
 # what it is: LLDB resumes a scripted thread whose stop reason is none or trace, and a signal it does not stop
@@ -52,6 +52,7 @@ WHY_UNKNOWN = (
 UNKNOWN_MEMORY = f"is not known at this position: {WHY_UNKNOWN}"
 MAPPED_FROM = 0x10000  # Linux's vm.mmap_min_addr: no process maps memory below it
 NOTHING_MAPPED = f"no process maps memory below {MAPPED_FROM:#x} (a null pointer, or a field through one?)"
+NOT_MAPPED_AT_CORE = "the process mapped nothing there when its core was taken (a wild pointer?)"
 _asked = [None]  # the address the user's memory read names (commands/unknown_values.py), for the message
 
 
@@ -60,11 +61,13 @@ def name_asked_address(address):
     _asked[0] = address
 
 
-def _unknown_memory(addr, size):
+def _unknown_memory(addr, size, state=None):
     asked = _asked[0]
+    named = asked if asked is not None and addr <= asked < addr + size else addr
     if addr + size <= MAPPED_FROM:
-        named = asked if asked is not None and addr <= asked < addr + size else addr
         return f"memory at {named:#x} is not mapped: {NOTHING_MAPPED}"
+    if unmapped(state, named):
+        return f"memory at {named:#x} is not mapped: {NOT_MAPPED_AT_CORE}"
     return (
         f"memory at {asked:#x} {UNKNOWN_MEMORY}"
         if asked is not None and addr <= asked < addr + size
@@ -117,7 +120,7 @@ class TraceProcess(ScriptedProcess):
             error.SetErrorString(f"reading memory at {addr:#x} was interrupted: ask again")
             return lldb.SBData()
         if size and not data:
-            error.SetErrorString(_unknown_memory(addr, size))
+            error.SetErrorString(_unknown_memory(addr, size, state))
             return lldb.SBData()
         result = lldb.SBData()
         result.SetDataWithOwnership(error, data, lldb.eByteOrderLittle, 8)  # copies: ``data`` may go away

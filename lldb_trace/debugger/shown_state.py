@@ -55,6 +55,24 @@ class ShownState:
         return data if known < 0 else data[:known]
 
 
+def unmapped(state, address):
+    """Whether ``state`` is a core's (the thread stands where it was taken) and the core maps nothing at ``address``:
+    at the crash a wild pointer's target is not mapped, not merely not known."""
+    return (
+        state is not None
+        and state.core is not None
+        and not any(low <= address < high for low, high in state.core.mapped)
+    )
+
+
+def unmapped_in(target, address):
+    """``unmapped`` for the selected thread of ``target``, a loaded trace's (False for any other target)."""
+    process = target.GetProcess().GetScriptedImplementation()
+    if process is None or not hasattr(process, "selected_thread_state"):
+        return False
+    return unmapped(process.selected_thread_state(), address)
+
+
 def shown_state(trace, tid, history, pc, unwinding=True):
     """The ShownState of thread ``tid`` of ProcessTrace ``trace`` standing at ``history``'s position (None:
     not decoded yet, at the end) with pc ``pc``; ``unwinding``: say whether LLDB's unwinding finds the trace's

@@ -1,5 +1,6 @@
 /* Strings that LLDB shows by summary: a char array in a heap struct and a char pointer to a heap buffer.
- * From the end core alone their bytes are not known before fill() writes them (tests/test_unknown_strings.py).
+ * From the end core alone their bytes are not known before fill() writes them, and at the crash ``wild``'s
+ * are not mapped (tests/test_unknown_strings.py).
  * Build: gcc -O0 -g -no-pie string_fields.c -o string_fields */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@ __attribute__((noinline)) static void fill(struct record *r, const char *text) {
 
 int main(void) {
   struct record *r = malloc(sizeof *r);
+  struct record *wild = (struct record *)0x480000000040; /* mapped nowhere: at the crash, not mapped */
   fill(r, "hello, world");
+  r->note[31] = (char)(long)wild;
   return *(volatile int *)(r->id - 7); /* a null dereference: the recording ends in a crash and its core */
 }
