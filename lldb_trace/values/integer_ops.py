@@ -115,13 +115,18 @@ def _compare_exchange(operands, get, load):
     rflags = new_flags(get(RFLAGS), flags)
     if rflags is not None:
         regs[RFLAGS] = rflags
+
+    def written(register):  # a register as this instruction's earlier write left it: two writes may share one
+        return regs[register] if register in regs else get(register)
+
     if accumulator & mask == old:
-        regs[RAX] = accumulator
-        write_operand(destination, get, operand_value(source, get, load), regs, stores)
+        if not (destination.kind == "reg" and destination.reg[0] == RAX):  # else DEST's write says what rax holds
+            regs[RAX] = accumulator
+        write_operand(destination, written, operand_value(source, get, load), regs, stores)
     else:
         write_operand(_accumulator(width), get, old, regs, stores)
         if destination.kind == "mem" or width != 32:
-            write_operand(destination, get, old, regs, stores)  # the same bytes again
+            write_operand(destination, written, old, regs, stores)  # the same bytes again (ah's over al's)
     return regs, stores
 
 

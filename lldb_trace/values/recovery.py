@@ -41,7 +41,7 @@ from .machine_state import TRACKED
 from .memory_layout import spans_reader
 from .paged_memory import PagedMemory
 from .register_states import RecordedStates
-from .registers import GPRS, INDEX, REGISTERS, RESUME_FLAG, RFLAGS, RIP
+from .registers import GPRS, INDEX, REGISTERS, RESUME_FLAG, RFLAGS, RIP, TRAP_FLAG
 from .rules import relations
 from .semantics import decode
 from .shared_mappings import disjoint, registered_rseq_areas
@@ -383,7 +383,11 @@ def _windows_task(count):
 
 
 def _named(registers):
-    return {INDEX[name]: value for name, value in registers.items() if name in INDEX and INDEX[name] != RIP}
+    """A known state's registers by number (rflags without a single-stepping recorder's TF: registers.TRAP_FLAG)."""
+    named = {INDEX[name]: value for name, value in registers.items() if name in INDEX and INDEX[name] != RIP}
+    if named.get(RFLAGS) is not None:
+        named[RFLAGS] &= ~TRAP_FLAG
+    return named
 
 
 def _edge_registers(chunk, state):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import LldbTraceError
 from .machine_state import TRACKED
-from .registers import INDEX
+from .registers import INDEX, TRAP_FLAG
 
 
 class RegisterStatesError(LldbTraceError):
@@ -104,6 +104,9 @@ class RecordedStates:
     each (what ``read_register_states`` gives)."""
 
     def __init__(self, positions, rows, names):
+        if "rflags" in names:  # without the recorder's own TF (registers.TRAP_FLAG)
+            rows = rows.copy()
+            rows[:, names.index("rflags")] &= np.uint64(~TRAP_FLAG & (1 << 64) - 1)
         self.positions, self.rows = np.asarray(positions, dtype=np.int64), rows
         self.names = [name for name in names if name != "rip"]
         self.columns = [names.index(name) for name in self.names]

@@ -29,6 +29,9 @@ COUNT = len(TRACKED)
 GPRS = tuple(range(16))  # rax..r15
 MASK64 = (1 << 64) - 1
 RESUME_FLAG = 0x10000  # RF in rflags: set by the kernel in a fault's saved flags, cleared by each instruction done
+# TF in rflags: a single-stepping recorder's (ptrace shows its TF after the program's popf), not the program's (a
+# program of its own TF traps at every instruction): the known states' rflags are taken without it
+TRAP_FLAG = 0x100
 VECTOR = COUNT  # xmm0's number; xmmN (lane 0 of zmmN) is VECTOR + N
 LANES = 4  # 128-bit lanes of a 512-bit register
 DF = VECTOR + 32 * LANES  # rflags' direction flag, 0 or 1, kept apart (see the module doc)

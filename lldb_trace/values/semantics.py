@@ -71,7 +71,8 @@ def decode(address, code, cs):
                 operands.append(Operand("untracked", width=width))
                 continue
             reads.add(piece[0])  # a partial write keeps the rest: the old value is an input too
-            if operand.access & capstone.CS_AC_WRITE:
+            # capstone 5 gives bswap r16 (whose result is undefined) no access; shld's count and source none either
+            if operand.access & capstone.CS_AC_WRITE or (mnemonic == "bswap" and not operand.access):
                 writes.add(piece[0])
             operands.append(Operand("reg", reg=piece, width=width))
         elif operand.type == x86.X86_OP_IMM:
