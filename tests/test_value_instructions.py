@@ -131,7 +131,8 @@ def test_a_compare_exchange_computes_what_the_cpu_does_and_nothing_its_inputs_do
         assert exact is not None
         if trial % 2 and width == 32 and number != RAX:
             exact[0][RAX] = state[RAX]
-        for known in (state.get, lambda register: None if register == source != RAX else state.get(register)):
+        without_source = {**state, source: None} if source != RAX else state
+        for known in (state.get, without_source.get):
             regs, _ = integer_ops.compute(effect, known, {})
             for register, value in regs.items():
                 if register != RFLAGS:
