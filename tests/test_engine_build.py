@@ -75,3 +75,18 @@ def test_a_module_changed_since_the_build_runs_from_its_source(tmp_path):
 def test_without_a_build_the_engine_says_so(tmp_path):
     (tmp_path / "chunk.py").write_text("")
     assert engine_build.guard("nowhere", tmp_path).startswith("Python (not compiled")
+
+
+@needs_build
+@pytest.mark.parametrize("record", ["null", "[]", "{", None])
+def test_a_damaged_or_missing_record_runs_the_source(tmp_path, record):
+    copy = tmp_path / "lldb_trace"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    if record is None:
+        (copy / "values" / engine_build.SOURCES_FILE).unlink()
+    else:
+        (copy / "values" / engine_build.SOURCES_FILE).write_text(record)
+    code = "from lldb_trace import values\nfrom lldb_trace.values import chunk\n"
+    code += "print(values.ENGINE, chunk.__file__, sep='\\n')"
+    engine, chunk_file = _run(code, tmp_path, cwd=tmp_path)
+    assert engine.startswith("Python (the build's record of its sources") and chunk_file.endswith("chunk.py")

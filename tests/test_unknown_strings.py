@@ -46,7 +46,8 @@ def commands(bundle):
     return [
         f"trace load {bundle}",
         "breakpoint set -p 'strcpy.r->note'",  # r->note is set, its buffer not written yet
-        "pt reverse-continue",
+        "pt reverse-continue",  # in fill(&both->second, ...)
+        "pt reverse-continue",  # in fill(r, ...)
         "frame variable *r",
         "frame variable -P 1 r",
         "p r->note",
@@ -101,7 +102,7 @@ def test_the_ide_shows_them_as_not_known(bundle, tmp_path):
 
     session = Session(tmp_path)
     try:
-        for command in commands(bundle)[:3]:
+        for command in commands(bundle)[:4]:
             session.handle(command)
         frame = session.target.GetProcess().GetSelectedThread().GetSelectedFrame()
         shown = [value_text(frame.GetValueForVariablePath(path)) for path in ("r", "r->tag", "r->note", "text")]
@@ -135,3 +136,33 @@ def test_a_struct_behind_a_pointer_whose_frame_base_is_not_known_reads_as_unknow
     finally:
         session.close()
     assert "(record) *r = <not known at this position>\n(char[8]) r->tag = <not known at this position>\n" in shown
+
+
+def test_two_strings_alike_each_keep_their_own_answer(bundle, tmp_path):
+    """``both->first.tag`` is "" and known, ``both->second.tag`` shows "" too but is not known: the mark went to the
+    first one found (the known one) and left the unknown one as a known empty string."""
+    out, _ = in_pip_lldb(
+        tmp_path,
+        [
+            f"trace load {bundle}",
+            "breakpoint set -p 'fill.&both->second'",
+            "pt reverse-continue",
+            "frame variable *both",
+        ],
+    )
+    first, second = out[out.index("first = ") :].split("second = ", 1)
+    assert 'tag = ""' in first and "not known" not in first.split("note = ")[0]
+    assert re.search(r"tag = <not known at this position \(memory at 0x[0-9a-f]+\)>", second.split("note = ")[0])
+
+
+def in_pip_lldb(tmp_path, commands):
+    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
+    from support.lldb_session import Session
+
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in commands]
+        out, err = session.streams()
+    finally:
+        session.close()
+    return out + "".join(result.GetOutput() for result in results), err

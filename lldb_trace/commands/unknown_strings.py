@@ -1,19 +1,23 @@
-"""``frame variable``, ``target variable`` and ``p`` on a loaded trace: a string over memory not known says so.
+"""``frame variable``, ``target variable`` and ``p`` on a loaded trace: a string or container over memory not known
+says so.
 
-LLDB shows a char array or char pointer as the string it could read, and a
-string over bytes the trace does not determine as ``""`` or cut short
-(debugger/known_strings.py).  The values the command shows (``p``'s result)
-are walked in the order LLDB prints them (aggregates opened, pointers
-followed as deep as ``--ptr-depth`` says), and each string not proven has its
-summary replaced by where the first unknown byte lies; one the walk cannot
-place in the output (a formatter's own layout, say) is named in a note line.
+LLDB shows a char array, char pointer or std::string as the string it could
+read: over bytes the trace does not determine, ``""`` or cut short
+(debugger/known_strings.py); a std::map or std::list walked over links not
+known shows what its formatter guessed (debugger/known_containers.py).  The
+values the command shows (``p``'s result) are walked in the order LLDB prints
+them (aggregates opened, pointers followed as deep as ``--ptr-depth`` says),
+and each one not proven has its summary (and a container's elements) replaced
+by where the first unknown byte lies; one the walk cannot place in the output
+(a formatter's own layout, say) is named in a note line.
 """
 
 import re
 import shlex
 from itertools import pairwise
 
-from ..debugger.known_strings import string_element, unproven_string, unproven_text
+from ..debugger.known_containers import is_node_container, unproven_container
+from ..debugger.known_strings import is_std_string, string_element, unproven_string, unproven_text
 
 _CHILDREN_SHOWN = 256  # LLDB's target.max-children-count: the children it prints of one value
 _DEPTH = 32  # how deep the walk opens aggregates (LLDB's own limit is far deeper; real structs are not)
@@ -24,35 +28,67 @@ _OPTION_VALUES = {"-f", "--format", "-D", "--depth", "-P", "--ptr-depth", "-Y", 
 
 def mark_unproven(target, roots, output, pointers=0):
     """``output`` of a command showing the values ``roots`` (and their children, and what they point to
-    ``pointers`` deep) with each string summary that the position does not prove replaced, or a note naming it."""
-    if '"' not in output:
+    ``pointers`` deep) with each string summary and node container that the position does not prove replaced
+    (a container's elements with it), or a note naming it.  Every one is looked for in turn, proven or not, each
+    after the one before: one of the same name and text earlier in the output is its own, not a later one's."""
+    if '"' not in output and "size=" not in output:
         return output
-    found = [(value, address) for value in _walk(roots, pointers) if (address := unproven_string(target, value))]
     notes, at = [], 0
-    for value, address in found:
-        unknown = unproven_text(target, address)
+    for value, address in _walk(target, roots, pointers):
+        summary = value.GetSummary()
+        if not summary:
+            continue
         name = re.escape(value.GetName() or "")
         # ``name = 0x... "text"`` inside a value, ``(type) name = "text"`` or ``(char *) 0x... "text"`` (p's)
-        shown = re.compile(rf"(?:(?<![\w\]]){name} = |\) )(?:0x[0-9a-fA-F]+ )?{re.escape(value.GetSummary())}")
-        match = shown.search(output, at)
-        if match is None:
-            notes.append(f"note: the string of {value.GetName()} is {unknown[1:-1]}")
+        match = re.compile(rf"(?:(?<![\w\]]){name} = |\) )(?:0x[0-9a-fA-F]+ )?{re.escape(summary)}").search(output, at)
+        if match is None:  # a formatter's own layout: named in a note, where the command showed the value at all
+            if address is not None and re.search(rf"(?<![\w\]]){name} = ", output):
+                notes.append(f"note: {value.GetName()} is {unproven_text(target, address)[1:-1]}")
             continue
-        start = match.end() - len(value.GetSummary())  # the summary's own text: the pointer before it stays
-        output = output[:start] + unknown + output[match.end() :]
-        at = start + len(unknown)
+        at = match.end()
+        if address is not None:  # the summary, and a container's elements after it, go; a pointer before it stays
+            start, end, unknown = (
+                match.end() - len(summary),
+                _block_end(output, match.end()),
+                unproven_text(target, address),
+            )
+            output = output[:start] + unknown + output[end:]
+            at = start + len(unknown)
     return output + "".join(f"{note}\n" for note in notes)
+
+
+def _block_end(output, at):
+    """Where a value shown from ``at`` ends: past the braces of its elements (`` {...}``, quoted text skipped)."""
+    if not output.startswith(" {", at):
+        return at
+    depth, quoted, k = 0, False, at + 1
+    while k < len(output):
+        character = output[k]
+        if quoted and character == "\\":
+            k += 1
+        elif character == '"':
+            quoted = not quoted
+        elif not quoted and character == "{":
+            depth += 1
+        elif not quoted and character == "}":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return at  # no closing brace: the summary alone
 
 
 def shown_variables(target, argv):
     """The values ``frame variable`` or ``target variable`` (``argv``: the command's words) shows: its variable
-    paths, or every local and argument (globals for ``target variable``, which names them)."""
+    paths, or every local and argument (for ``target variable``: the globals)."""
     words = _paths(argv[2:])
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
-    if argv[0] == "target":
+    if argv[0] == "target" and words:
         return [target.FindFirstGlobalVariable(name) for name in words]
     if not frame.IsValid():
         return []
+    if argv[0] == "target":  # the globals of the frame's compile unit (statics of functions are looked for too)
+        return list(frame.GetVariables(False, False, True, False))
     if not words:
         return list(frame.GetVariables(True, True, False, True))
     return [frame.GetValueForVariablePath(path) for path in words]
@@ -84,17 +120,24 @@ def pointer_depth(argv):
     return 0
 
 
-def _walk(values, pointers=0, depth=0):
-    """The values and their children, depth first, in the order LLDB prints them: each char array and pointer
-    (``pointers``: how many pointers deep LLDB shows what they point to)."""
+def _walk(target, values, pointers=0, depth=0):
+    """``(value, first unknown address or None)`` of each string and node container among the values and their
+    children, depth first, in the order LLDB prints them (``pointers``: how many pointers deep LLDB shows what they
+    point to); a container not proven is not opened (its elements are a formatter's guesses)."""
     for value in values:
         if value is None or not value.IsValid():
             continue
-        if string_element(value.GetType()) is not None:
-            yield value
+        sbtype = value.GetType()
+        if string_element(sbtype) is not None or is_std_string(sbtype):
+            yield value, unproven_string(target, value)
             continue
-        pointer = value.GetType().GetCanonicalType().IsPointerType()
+        if is_node_container(sbtype):
+            address = unproven_container(target, value)
+            yield value, address
+            if address is not None:
+                continue
+        pointer = sbtype.GetCanonicalType().IsPointerType()
         if depth < _DEPTH and (pointers or not pointer):
             count = value.GetNumChildren(_CHILDREN_SHOWN)
             children = (value.GetChildAtIndex(k) for k in range(count))
-            yield from _walk(children, pointers - pointer, depth + 1)
+            yield from _walk(target, children, pointers - pointer, depth + 1)

@@ -91,8 +91,8 @@ def _override(debugger, evaluates):
         if result.Succeeded():  # a struct's fields LLDB could not read are shown inside the value
             # strings over memory not known: LLDB shows what it could read as the whole string
             target = debugger.GetSelectedTarget()
-            shown = result.GetValues(lldb.eNoDynamicValues) if evaluates else shown_variables(target, argv)
-            output = mark_unproven(target, list(shown), result.GetOutput(), pointer_depth(argv))
+            shown = _results(target, command, result) if evaluates else shown_variables(target, argv)
+            output = mark_unproven(target, shown, result.GetOutput(), pointer_depth(argv))
             if output == result.GetOutput() and not _UNREAD_VALUE.search(output):
                 return False  # nothing to say: LLDB runs its command again, so that its result holds the output
             _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(lambda found: _unread(target, found), output))
@@ -115,6 +115,17 @@ def _override(debugger, evaluates):
         return True
 
     return override
+
+
+def _results(target, command, result):
+    """The values an expression command showed: its result's (lldb-22's ``p`` of a variable keeps none: then the
+    variable path its text names)."""
+    values = list(result.GetValues(lldb.eNoDynamicValues))
+    if values:
+        return values
+    frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
+    value = frame.GetValueForVariablePath(_expression_text(command)) if frame.IsValid() else None
+    return [value] if value is not None and value.IsValid() and value.GetError().Success() else []
 
 
 def _memory_override(debugger):

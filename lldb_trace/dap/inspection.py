@@ -18,6 +18,7 @@ import lldb
 
 from ..commands.unknown_values import WHY_UNKNOWN
 from ..debugger.histories import history_of, shown_frames, shows_history
+from ..debugger.known_containers import unproven_container
 from ..debugger.known_strings import unproven_string, unproven_text
 from ..debugger.shown_state import unmapped_in
 from ..values.machine_state import GENERAL
@@ -236,6 +237,8 @@ def _variable(session, item):
 def _children_reference(session, value):
     if value.GetError().Fail() or not value.MightHaveChildren() or not value.GetNumChildren(1):
         return 0
+    if unproven_container(value.GetTarget(), value) is not None:  # its elements would be a formatter's guesses
+        return 0
     return session.handles.add(Children(lambda: iter(value)))
 
 
@@ -246,6 +249,8 @@ def value_text(value, depth=0):
         return unknown_text(error.GetCString() or "", value.GetTarget())
     text, summary = value.GetValue(), value.GetSummary()
     unknown = unproven_string(value.GetTarget(), value) if summary is not None else None
+    if unknown is None:  # a std::map or std::list walked over links not known
+        unknown = unproven_container(value.GetTarget(), value)
     if unknown is not None:  # LLDB shows the bytes it could read as the whole string ("" for none)
         summary = unproven_text(value.GetTarget(), unknown)
     if text is not None or summary is not None:

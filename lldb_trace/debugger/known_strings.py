@@ -24,6 +24,7 @@ _CHARACTERS = {
     lldb.eBasicTypeChar32: 4,
     lldb.eBasicTypeWChar: 4,
 }
+_STD_STRINGS = ("std::__cxx11::basic_string<", "std::basic_string<")  # libstdc++'s, new and old ABI
 _SUMMARY_LENGTH = 1024  # LLDB's target.max-string-summary-length, where the target does not say
 
 
@@ -40,13 +41,21 @@ def string_element(sbtype):
     return None if size is None else (array, size)
 
 
+def is_std_string(sbtype):
+    """Is ``sbtype`` libstdc++'s std::string (or another basic_string), which LLDB shows by its characters?"""
+    name = sbtype.GetCanonicalType().GetUnqualifiedType().GetName() or ""
+    return name.startswith(_STD_STRINGS)
+
+
 def unproven_string(target, value):
     """The address of the first byte not known of the string ``value``'s summary shows (an SBValue of a char array
-    or pointer), or None where the summary is proven (or shows no string)."""
+    or pointer, or a std::string), or None where the summary is proven (or shows no string)."""
     found = string_element(value.GetType())
     summary = value.GetSummary()
-    if found is None or summary is None or '"' not in summary or not shows_history(target):
+    if summary is None or '"' not in summary or not shows_history(target):
         return None
+    if found is None:
+        return _unproven_std_string(target, value) if is_std_string(value.GetType()) else None
     array, character = found
     if array:
         address, size = value.GetLoadAddress(), value.GetByteSize()
@@ -55,6 +64,19 @@ def unproven_string(target, value):
     if address == lldb.LLDB_INVALID_ADDRESS or not size:
         return None  # an array held in a register, an expression's result: no memory behind it
     return first_unknown(target, address, size, character)
+
+
+def _unproven_std_string(target, value):
+    """A std::string's characters, ``_M_string_length`` of them at ``_M_dataplus._M_p``: the first not known."""
+    raw = value.GetNonSyntheticValue()
+    pointer = raw.GetChildMemberWithName("_M_dataplus").GetChildMemberWithName("_M_p")
+    length = raw.GetChildMemberWithName("_M_string_length")
+    if not (pointer.IsValid() and length.IsValid()) or pointer.GetError().Fail() or length.GetError().Fail():
+        return None  # another library's layout: its summary is LLDB's business
+    character = value.GetType().GetCanonicalType().GetTemplateArgumentType(0).GetByteSize() or 1
+    address, size = pointer.GetValueAsUnsigned(), length.GetValueAsUnsigned() * character
+    known = len(known_memory(target, address, size)) if size else 0
+    return None if known >= size else address + known
 
 
 def unproven_text(target, address):

@@ -35,15 +35,19 @@ class _FromSource:
 def guard(package, folder):
     """Installs the finder for the package's stale modules, or for all where the environment asks; returns what
     runs, in words ("compiled (Cython)", or why Python)."""
-    built = _built(folder)
+    built, recorded = _built(folder), _recorded(folder)
     python = os.environ.get(ENVIRONMENT, "").lower() == "python"
-    source = set(built) if python else _stale(built, folder)
+    source = set(built) if python or recorded is None else _stale(built, recorded, folder)
     if source:
         sys.meta_path.insert(0, _FromSource({f"{package}.{name}" for name in source}, folder))
     if not built:
         return "Python (not compiled: run scripts/setup.sh where Cython and Python's headers can be installed)"
     if python:
         return f"Python ({ENVIRONMENT}=python)"
+    if recorded is None:
+        return (
+            f"Python (the build's record of its sources, {SOURCES_FILE}, is missing or damaged: run scripts/setup.sh)"
+        )
     if source:
         return f"compiled (Cython) but {', '.join(sorted(source))}, changed since the build: run scripts/setup.sh"
     return "compiled (Cython)"
@@ -57,12 +61,17 @@ def _built(folder):
     return {name for name in found if (folder / f"{name}.py").exists()}
 
 
-def _stale(built, folder):
-    """The built modules whose source is not the one setup.py compiled (or is not recorded)."""
+def _recorded(folder):
+    """setup.py's record (module -> SHA-256), or None where it is missing or damaged."""
     try:
         recorded = json.loads((folder / SOURCES_FILE).read_text())
     except (OSError, ValueError):
-        recorded = {}
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def _stale(built, recorded, folder):
+    """The built modules whose source is not the one setup.py compiled (or is not recorded)."""
     return {
         name for name in built if recorded.get(name) != hashlib.sha256((folder / f"{name}.py").read_bytes()).hexdigest()
     }

@@ -18,10 +18,18 @@ __attribute__((noinline)) static void fill(struct record *r, const char *text) {
   memcpy(r->tag, "node1", 6);
 }
 
+struct pair {
+  struct record first, second;
+};
+
 int main(void) {
   struct record *r = malloc(sizeof *r);
   struct record *wild = (struct record *)0x480000000040; /* mapped nowhere: at the crash, not mapped */
+  struct pair *both = malloc(sizeof *both);
   fill(r, "hello, world");
   r->note[31] = (char)(long)wild;
+  for (int k = 0; k < 8; k++)
+    both->first.tag[k] = 0; /* empty and known; second.tag shows empty to LLDB too, not known until fill() */
+  fill(&both->second, "second");
   return *(volatile int *)(r->id - 7); /* a null dereference: the recording ends in a crash and its core */
 }
