@@ -3,9 +3,11 @@
 At -O2 a function inlined into main is frame #0 in LLDB's backtrace, but it is
 no call in the trace: ``finish`` there said '"finish" not meaningful in the
 outermost frame.' (and the IDE's step-out with it).  GDB runs to the first
-instruction past the inlined code, and back to the last one before it, in the
-frame that holds it, passing over the real calls the inlined code makes
-(test_traces/src/inlined_calls.c: scaled_sum, inlined into main, calls triple).
+instruction past the inlined code, and back to the latest execution of its
+entry, in the frame that holds it, passing over the real calls the inlined code
+makes (test_traces/src/inlined_calls.c: scaled_sum, inlined into main, calls
+triple); at the entry GDB stands in the caller, so a finish from there leaves
+the next call out.
 """
 
 import re
@@ -24,8 +26,8 @@ COMMANDS = [
     "pt finish",  # back in the inlined loop (a real return)
     "pt finish",  # out of the inlined code: main's own next instruction
     "pt reverse-stepi",  # the last instruction of the inlined code
-    "pt reverse-finish",  # the last instruction of main's before the inlined code
-    "pt stepi",  # the first of the inlined code
+    "pt reverse-finish",  # the inlined code's entry, where GDB stands in main (LLDB shows the inlined frame)
+    "pt stepi",
 ]
 
 
@@ -41,10 +43,10 @@ def bundle(tmp_path_factory):
 
 def check(stops):
     """``stops``: (position, function of frame #0) after each movement of COMMANDS."""
-    (called, _), (in_loop, inlined), (out, after), (last, still), (before, outside), (first, entered) = stops
-    assert inlined == still == entered == "scaled_sum" and after == outside == "main"
+    (called, _), (in_loop, inlined), (out, after), (last, still), (entry, at_entry), (first, _) = stops
+    assert inlined == still == at_entry == "scaled_sum" and after == "main"
     assert in_loop > called and out > in_loop and last == out - 1
-    assert 0 < before < called and first == before + 1
+    assert 0 < entry < called and first == entry + 1
 
 
 def stops_in(output):

@@ -71,17 +71,17 @@ class LldbSymbolizer(Symbolizer):
         return function_entry + function.GetPrologueByteSize()
 
     def inlined_ranges(self, address):
+        found = []
         block = self.target.ResolveLoadAddress(address).GetBlock()
         block = block.GetContainingInlinedBlock() if block.IsValid() else block
-        if not block.IsValid():
-            return None
-        return [
-            (
-                block.GetRangeStartAddress(k).GetLoadAddress(self.target),
-                block.GetRangeEndAddress(k).GetLoadAddress(self.target),
-            )
-            for k in range(block.GetNumRanges())
-        ]
+        while block.IsValid() and block.IsInlined():
+            found.append([(self._load(block.GetRangeStartAddress(k)), self._load(block.GetRangeEndAddress(k)))
+                          for k in range(block.GetNumRanges())])  # fmt: skip
+            block = block.GetParent().GetContainingInlinedBlock()
+        return found
+
+    def _load(self, address):
+        return address.GetLoadAddress(self.target)
 
     def _locate(self, address):
         resolved = self.target.ResolveLoadAddress(address)

@@ -63,11 +63,13 @@ def nexti(history, reverse=False):
 
 def finish(history, reverse=False):
     """Out of the innermost frame: to its return address, or (reverse) to the call instruction that made it; out
-    of an inlined call (frame #0 an inlined function's) to the first instruction past it, or (reverse) the last
-    one before it, in the frame that holds it, as GDB does."""
+    of an inlined call (frame #0 an inlined function's) to the first instruction past it, or (reverse) to its
+    entry, in the frame that holds it, as GDB does."""
     row = row_at(history, history.position)
     pc = history.pc_at(history.position) if row is not None else None
-    ranges = history.symbolizer.inlined_ranges(pc) if pc is not None else None
+    calls = history.symbolizer.inlined_ranges(pc) if pc is not None else []
+    # at an inlined call's entry GDB stands in its caller (the call has not begun): the next one out is left
+    ranges = next((ranges for ranges in calls if min(start for start, _ in ranges) != pc), None)
     if ranges:
         return _out_of_inlined(history, row, ranges, reverse)
     if row is None:  # stopped at a callee's door: the call instruction is the item before
@@ -83,24 +85,28 @@ def finish(history, reverse=False):
 
 
 def _out_of_inlined(history, row, ranges, reverse):
-    """The first position (reverse: the last before) in frame ``row`` whose instruction lies outside the inlined
-    call's ``ranges``, its callees' positions passed over; the frame's own end where it ends first."""
-    position, forest = history.position, history.map.forest
+    """The first position in frame ``row`` whose instruction lies outside the inlined call's ``ranges``, its
+    callees' positions passed over (the frame's own end where it ends first); reverse, as GDB does, the latest
+    execution of the inlined call's entry (its lowest address), or the frame's first position."""
+    position, forest, entry = history.position, history.map.forest, min(start for start, _ in ranges)
     while True:
         if reverse:
             if position == 0:
                 return Movement(0, NO_MORE_HISTORY)
             child = history.map.child_at(row, position - 1)
-            position = call_item(history, child) if child is not None else position - 1
-        else:
-            child = (
-                history.map.child_at(row, position + 1) if history.map.branch_at(position) == InsnClass.CALL else None
-            )
-            position = int(forest.last[child]) + 1 if child is not None else position + 1
-            if position >= history.end:
-                return Movement(history.end)
+            earlier = call_item(history, child) if child is not None else position - 1
+            if row_at(history, earlier) != row:
+                return Movement(position)  # the frame began inside the inlined call
+            position = earlier
+            if history.pc_at(position) == entry:
+                return Movement(position)
+            continue
+        child = history.map.child_at(row, position + 1) if history.map.branch_at(position) == InsnClass.CALL else None
+        position = int(forest.last[child]) + 1 if child is not None else position + 1
+        if position >= history.end:
+            return Movement(history.end)
         if row_at(history, position) != row:
-            return Movement(position)  # the frame itself returned (or, reverse, began) first
+            return Movement(position)  # the frame itself returned first
         pc = history.pc_at(position)
         if pc is None or not any(start <= pc < end for start, end in ranges):
             return Movement(position)

@@ -50,9 +50,9 @@ class Symbolizer(ABC):
         return None
 
     def inlined_ranges(self, address):
-        """``[(start, end)]``: the addresses of the innermost inlined call holding ``address``, or None where it is
-        in no inlined call (or the implementation does not know: the ELF symbolizer reads no inlining)."""
-        return None
+        """``[[(start, end)]]``: the addresses of each inlined call holding ``address``, the innermost first; empty
+        where it is in none (or the implementation does not know: the ELF symbolizer reads no inlining)."""
+        return []
 
     @abstractmethod
     def _locate(self, address):
