@@ -56,6 +56,7 @@ def commands(bundle):
         "frame variable -P 1 r",
         "frame variable *wild",
         "p wild->id",
+        "memory read -c 8 0x7fffffffeffc",  # the stack's last 4 bytes, and past its mapping
     ]
 
 
@@ -75,6 +76,10 @@ def check(out):
     assert f"(record) *wild = (id = <not mapped>, tag = {tag}, note = <not mapped>)" in out
 
 
+def check_errors(err):
+    assert "memory at 0x7ffffffff000 is not mapped: the process mapped nothing there when its core was taken" in err
+
+
 def test_in_lldb(bundle, tmp_path):
     pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
     from support.lldb_session import Session
@@ -82,15 +87,18 @@ def test_in_lldb(bundle, tmp_path):
     session = Session(tmp_path)
     try:
         results = [session.handle(command) for command in commands(bundle)]
-        out, _ = session.streams()
+        out, err = session.streams()
     finally:
         session.close()
     check(out + "".join(result.GetOutput() for result in results))
+    check_errors(err + "".join(result.GetError() for result in results))
 
 
 @needs_lldb_22
 def test_in_lldb_22(bundle, tmp_path):
-    check(run_lldb_22(tmp_path, commands(bundle)).stdout)
+    result = run_lldb_22(tmp_path, commands(bundle))
+    check(result.stdout)
+    check_errors(result.stderr)
 
 
 def test_the_ide_shows_them_as_not_known(bundle, tmp_path):

@@ -231,10 +231,11 @@ def _unknown_memory(target, address):
 
 
 def _unknown_past(target, start, read):
-    return (
-        f"memory at {start + read:#x}{_place(target, start + read)} is not known at this position: {WHY_UNKNOWN} (the"
-        f" {read} bytes before it, from {start:#x}, are known: ask for {read} bytes or fewer to see them)"
-    )
+    known = f"(the {read} bytes before it, from {start:#x}, are known: ask for {read} bytes or fewer to see them)"
+    if unmapped_in(target, start + read):  # past the end of a mapping, at a core
+        return f"memory at {start + read:#x} is not mapped: {NOT_MAPPED_AT_CORE} {known}"
+    place = _place(target, start + read)
+    return f"memory at {start + read:#x}{place} is not known at this position: {WHY_UNKNOWN} {known}"
 
 
 def _unread(target, found):
