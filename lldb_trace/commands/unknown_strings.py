@@ -16,6 +16,8 @@ import re
 import shlex
 from itertools import pairwise
 
+import lldb
+
 from ..debugger.known_containers import is_node_container, unproven_container
 from ..debugger.known_strings import is_std_string, string_element, unproven_string, unproven_text
 
@@ -137,7 +139,19 @@ def _walk(target, values, pointers=0, depth=0):
             if address is not None:
                 continue
         pointer = sbtype.GetCanonicalType().IsPointerType()
-        if depth < _DEPTH and (pointers or not pointer):
+        if depth < _DEPTH and (pointers or not pointer) and not _scalars(sbtype):
             count = value.GetNumChildren(_CHILDREN_SHOWN)
             children = (value.GetChildAtIndex(k) for k in range(count))
             yield from _walk(target, children, pointers - pointer, depth + 1)
+
+
+def _scalars(sbtype):
+    """Is ``sbtype`` an array of numbers (or of arrays of them), which holds no string: not walked element by
+    element (an int[256][256] is 65,536 values)."""
+    sbtype = sbtype.GetCanonicalType()
+    if not sbtype.IsArrayType():
+        return False
+    element = sbtype.GetArrayElementType().GetCanonicalType()
+    if element.IsArrayType():
+        return string_element(element) is None and _scalars(element)
+    return element.GetTypeClass() in (lldb.eTypeClassBuiltin, lldb.eTypeClassEnumeration)
