@@ -19,7 +19,7 @@ from support.paths import SOURCES
 
 from lldb_trace import api
 
-NAMES = ("squares", "recent", "text")
+NAMES = ("squares", "recent", "text", "numbers", "names", "both_ends")
 STEP = 1499  # positions looked at: every STEP-th
 
 

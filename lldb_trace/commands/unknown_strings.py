@@ -15,34 +15,34 @@ by where the first unknown byte lies; one the walk cannot place in the output
 import re
 import shlex
 from itertools import pairwise
+from typing import NamedTuple
 
 import lldb
 
 from ..debugger.known_containers import is_node_container, unproven_container
 from ..debugger.known_strings import is_std_string, string_element, unproven_string, unproven_text
 
-_CHILDREN_SHOWN = 256  # LLDB's target.max-children-count: the children it prints of one value
 _DEPTH = 32  # how deep the walk opens aggregates (LLDB's own limit is far deeper; real structs are not)
-_OPTION_VALUES = {"-f", "--format", "-D", "--depth", "-P", "--ptr-depth", "-Y", "--show-all-children", "-Z",
+_OPTION_VALUES = {"-f", "--format", "-D", "--depth", "-P", "--ptr-depth", "-Z",
                   "--element-count", "-y", "--summary", "-z", "--summary-string", "-d", "--dynamic-type",
                   "-S", "--synthetic-type", "-V", "--validate"}  # fmt: skip
 
 
-def mark_unproven(target, roots, output, pointers=0):
+def mark_unproven(target, roots, output, pointers=0, flat=False):
     """``output`` of a command showing the values ``roots`` (and their children, and what they point to
-    ``pointers`` deep) with each string summary and node container that the position does not prove replaced
-    (a container's elements with it), or a note naming it.  Every one is looked for in turn, proven or not, each
-    after the one before: one of the same name and text earlier in the output is its own, not a later one's."""
-    if '"' not in output and "size=" not in output:
-        return output
+    ``pointers`` deep; ``flat``: ``--flat``'s output, each field apart) with each string summary and library
+    container that the position does not prove replaced (a container's elements with it), or a note naming it.
+    Every one is looked for in turn, proven or not, each after the one before: one of the same name and text
+    earlier in the output is its own, not a later one's."""
     notes, at = [], 0
-    for value, address in _walk(target, roots, pointers):
+    for value, address in _walk(target, roots, _Walk(pointers, _children_shown(target), flat)):
         summary = value.GetSummary()
         if not summary:
             continue
         name = re.escape(value.GetName() or "")
         # ``name = 0x... "text"`` inside a value, ``(type) name = "text"`` or ``(char *) 0x... "text"`` (p's)
-        match = re.compile(rf"(?:(?<![\w\]]){name} = |\) )(?:0x[0-9a-fA-F]+ )?{re.escape(summary)}").search(output, at)
+        shown = rf"(?:(?<![\w\]]){name} = |\) (?:\$\d+ = )?)(?:0x[0-9a-fA-F]+ )?{re.escape(summary)}"  # $1: a result's
+        match = re.compile(shown).search(output, at)
         if match is None:  # a formatter's own layout: named in a note, where the command showed the value at all
             if address is not None and re.search(rf"(?<![\w\]]){name} = ", output):
                 notes.append(f"note: {value.GetName()} is {unproven_text(target, address)[1:-1]}")
@@ -93,6 +93,9 @@ def shown_variables(target, argv):
         return list(frame.GetVariables(False, False, True, False))
     if not words:
         return list(frame.GetVariables(True, True, False, True))
+    if "-r" in argv or "--regex" in argv:  # the operands are patterns of variable names
+        variables = list(frame.GetVariables(True, True, True, True))
+        return [value for value in variables if any(re.search(word, value.GetName() or "") for word in words)]
     return [frame.GetValueForVariablePath(path) for path in words]
 
 
@@ -122,27 +125,46 @@ def pointer_depth(argv):
     return 0
 
 
-def _walk(target, values, pointers=0, depth=0):
-    """``(value, first unknown address or None)`` of each string and node container among the values and their
-    children, depth first, in the order LLDB prints them (``pointers``: how many pointers deep LLDB shows what they
-    point to); a container not proven is not opened (its elements are a formatter's guesses)."""
+class _Walk(NamedTuple):
+    """How LLDB prints: ``pointers`` deep it shows what pointers point to, ``children`` of each value (the target's
+    max-children-count), and with ``flat`` every field apart (a std::string's too)."""
+
+    pointers: int
+    children: int
+    flat: bool
+
+
+def _walk(target, values, how, depth=0):
+    """``(value, first unknown address or None)`` of each string and library container among the values and
+    their children, depth first, in the order LLDB prints them; a container not proven is not opened (its
+    elements are a formatter's guesses)."""
     for value in values:
         if value is None or not value.IsValid():
             continue
         sbtype = value.GetType()
-        if string_element(sbtype) is not None or is_std_string(sbtype):
+        if string_element(sbtype) is not None or (is_std_string(sbtype) and not how.flat):
             yield value, unproven_string(target, value)
             continue
-        if is_node_container(sbtype):
+        if is_node_container(sbtype) and not how.flat:
             address = unproven_container(target, value)
             yield value, address
             if address is not None:
                 continue
         pointer = sbtype.GetCanonicalType().IsPointerType()
-        if depth < _DEPTH and (pointers or not pointer) and not _scalars(sbtype):
-            count = value.GetNumChildren(_CHILDREN_SHOWN)
-            children = (value.GetChildAtIndex(k) for k in range(count))
-            yield from _walk(target, children, pointers - pointer, depth + 1)
+        if depth < _DEPTH and (how.pointers or not pointer) and not _scalars(sbtype):
+            children = (value.GetChildAtIndex(k) for k in range(value.GetNumChildren(how.children)))
+            yield from _walk(target, children, how._replace(pointers=how.pointers - pointer), depth + 1)
+
+
+def _children_shown(target):
+    """How many children of one value LLDB prints (the target's max-children-count)."""
+    setting = lldb.SBDebugger.GetInternalVariableValue(
+        "target.max-children-count", target.GetDebugger().GetInstanceName()
+    )
+    try:
+        return int(setting.GetStringAtIndex(0))
+    except (TypeError, ValueError):
+        return 256
 
 
 def _scalars(sbtype):

@@ -92,7 +92,8 @@ def _override(debugger, evaluates):
             # strings over memory not known: LLDB shows what it could read as the whole string
             target = debugger.GetSelectedTarget()
             shown = _results(target, command, result) if evaluates else shown_variables(target, argv)
-            output = mark_unproven(target, shown, result.GetOutput(), pointer_depth(argv))
+            flat = not evaluates and ("-F" in argv or "--flat" in argv)
+            output = mark_unproven(target, shown, result.GetOutput(), pointer_depth(argv), flat)
             if output == result.GetOutput() and not _UNREAD_VALUE.search(output):
                 return False  # nothing to say: LLDB runs its command again, so that its result holds the output
             _write(debugger.GetOutputFile(), _UNREAD_VALUE.sub(lambda found: _unread(target, found), output))
@@ -118,14 +119,12 @@ def _override(debugger, evaluates):
 
 
 def _results(target, command, result):
-    """The values an expression command showed: its result's (lldb-22's ``p`` of a variable keeps none: then the
-    variable path its text names)."""
-    values = list(result.GetValues(lldb.eNoDynamicValues))
-    if values:
-        return values
+    """The values an expression command showed: the variable its text names, or its result."""
     frame = target.GetProcess().GetSelectedThread().GetSelectedFrame()
     value = frame.GetValueForVariablePath(_expression_text(command)) if frame.IsValid() else None
-    return [value] if value is not None and value.IsValid() and value.GetError().Success() else []
+    if value is not None and value.IsValid() and value.GetError().Success():
+        return [value]  # the variable itself, in memory: a result is a copy, whose fields have no address
+    return list(result.GetValues(lldb.eNoDynamicValues))
 
 
 def _memory_override(debugger):

@@ -12,34 +12,74 @@ link not known lies instead.
 import lldb
 
 from .histories import shows_history
+from .known_strings import referent, referent_type
 from .shown_state import known_memory
 
 _TREES = ("std::map<", "std::set<", "std::multimap<", "std::multiset<")
 _LISTS = ("std::__cxx11::list<", "std::list<")
+_FORWARD = ("std::forward_list<",)
+_SHARED = ("std::shared_ptr<", "std::weak_ptr<")
+_HASHED = ("std::unordered_map<", "std::unordered_set<", "std::unordered_multimap<", "std::unordered_multiset<")
+# the library types whose view LLDB's formatters compute from their fields: those must be known
+_FORMATTED = (*_TREES, *_LISTS, *_FORWARD, *_HASHED, "std::vector<", "std::deque<", "std::optional<",
+              "std::variant<", "std::shared_ptr<", "std::weak_ptr<", "std::unique_ptr<")  # fmt: skip
 _MOST_NODES = 1 << 20  # a walk longer than this is no container's the formatters would show whole
+_MOST_FIELDS = 64  # fields of a container object looked at (a vector has 3, a hash table 8)
 _PARENT, _LEFT, _RIGHT = 8, 16, 24  # _Rb_tree_node_base: its color, then the links (x86-64)
 
 
 def is_node_container(sbtype):
-    name = sbtype.GetCanonicalType().GetUnqualifiedType().GetName() or ""
-    return name.startswith(_TREES + _LISTS)
+    """Is ``sbtype`` a library container or wrapper whose view LLDB's formatters compute (see _FORMATTED)?"""
+    return _name(sbtype).startswith(_FORMATTED)
+
+
+def _name(sbtype):
+    """The class's name (empty for an array or a pointer, whose name starts as its element's does)."""
+    sbtype = referent_type(sbtype).GetCanonicalType().GetUnqualifiedType()
+    if sbtype.GetTypeClass() not in (lldb.eTypeClassClass, lldb.eTypeClassStruct):
+        return ""
+    return sbtype.GetName() or ""
 
 
 def unproven_container(target, value):
-    """The address of the first link not known that LLDB's walk of the container ``value`` follows, or None where
-    every one is known (or it is no container of those, or no loaded trace's)."""
-    name = value.GetType().GetCanonicalType().GetUnqualifiedType().GetName() or ""
-    if not name.startswith(_TREES + _LISTS) or not shows_history(target):
+    """The address of the first byte not known that LLDB's view of the container ``value`` is computed from (its
+    own fields, the links its walk follows), or None where every one is known (or it is no container of those,
+    or no loaded trace's)."""
+    name = _name(value.GetType())
+    if not name.startswith(_FORMATTED) or not shows_history(target):
         return None
-    raw = value.GetNonSyntheticValue()
-    walk = _tree_walk if name.startswith(_TREES) else _list_walk
+    raw = referent(value).GetNonSyntheticValue()
+    walks = {_TREES: _tree_walk, _LISTS: _list_walk, _FORWARD: _forward_walk, _HASHED: _hashed_walk, _SHARED: _counts}
     try:
-        walk(target, raw)
+        _fields(target, raw)
+        for prefixes, walk in walks.items():
+            if name.startswith(prefixes):
+                walk(target, raw)
     except _UnknownLinkError as unknown:
         return unknown.address
     except _LayoutError:
-        return None  # another library's layout: its view is LLDB's business
+        return None  # another library's layout (or a copy in the debugger): its view is LLDB's business
     return None
+
+
+def _fields(target, raw):
+    """Each number and pointer the container object holds (padding and a wrapped value's own bytes aside) known."""
+    pending, seen = [raw], 0
+    while pending and seen < _MOST_FIELDS:
+        value = pending.pop()
+        sbtype = value.GetType().GetCanonicalType()
+        if sbtype.GetTypeClass() in (lldb.eTypeClassBuiltin, lldb.eTypeClassPointer, lldb.eTypeClassEnumeration):
+            seen += 1
+            address, size = value.GetLoadAddress(), value.GetByteSize()
+            if address == lldb.LLDB_INVALID_ADDRESS or value.GetError().Fail():  # LLDB could not read the object
+                address, size = raw.GetLoadAddress(), raw.GetByteSize()  # whole: where it stops being known
+                if address == lldb.LLDB_INVALID_ADDRESS:
+                    raise _LayoutError(value.GetName())
+            known = len(known_memory(target, address, size))
+            if known < size:
+                raise _UnknownLinkError(address + known)
+        elif not sbtype.IsArrayType():  # an array's elements (an optional's payload bytes) are values of their own
+            pending.extend(value.GetChildAtIndex(k) for k in reversed(range(value.GetNumChildren())))
 
 
 class _UnknownLinkError(Exception):
@@ -98,3 +138,28 @@ def _list_walk(target, raw):
         if node in (header, 0):  # round, or a null link (garbage, before the list is made): the walk ends
             return
         node = _word(target, node)
+
+
+def _forward_walk(target, raw):
+    """libstdc++'s forward_list from its head along each node's next link (its first word), to a null one."""
+    node = _word(target, _member(raw, "_M_impl", "_M_head"))
+    for _ in range(_MOST_NODES):
+        if node == 0:
+            return
+        node = _word(target, node)
+
+
+def _hashed_walk(target, raw):
+    """libstdc++'s hash table's nodes, from its before-begin node along each next link, as many as its count."""
+    node = _word(target, _member(raw, "_M_h", "_M_before_begin"))
+    for _ in range(min(_word(target, _member(raw, "_M_h", "_M_element_count")), _MOST_NODES)):
+        if node == 0:
+            return
+        node = _word(target, node)
+
+
+def _counts(target, raw):
+    """A shared or weak pointer's control block: its use and weak counts (after the block's vtable pointer)."""
+    block = _word(target, _member(raw, "_M_refcount", "_M_pi"))
+    if block:
+        _word(target, block + 8)

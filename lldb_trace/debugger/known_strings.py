@@ -9,6 +9,8 @@ up to its terminator (or the array's end, or LLDB's summary length) is known;
 elsewhere the views show where the first byte not known lies instead.
 """
 
+import re
+
 import lldb
 
 from .histories import shows_history
@@ -25,6 +27,7 @@ _CHARACTERS = {
     lldb.eBasicTypeWChar: 4,
 }
 _STD_STRINGS = ("std::__cxx11::basic_string<", "std::basic_string<")  # libstdc++'s, new and old ABI
+_CLASSES = (lldb.eTypeClassClass, lldb.eTypeClassStruct)  # not an array or a pointer of them
 _SUMMARY_LENGTH = 1024  # LLDB's target.max-string-summary-length, where the target does not say
 
 
@@ -43,8 +46,17 @@ def string_element(sbtype):
 
 def is_std_string(sbtype):
     """Is ``sbtype`` libstdc++'s std::string (or another basic_string), which LLDB shows by its characters?"""
-    name = sbtype.GetCanonicalType().GetUnqualifiedType().GetName() or ""
-    return name.startswith(_STD_STRINGS)
+    sbtype = referent_type(sbtype).GetCanonicalType().GetUnqualifiedType()
+    return sbtype.GetTypeClass() in _CLASSES and (sbtype.GetName() or "").startswith(_STD_STRINGS)
+
+
+def referent_type(sbtype):
+    """A reference's referent type (LLDB shows a reference by what it refers to), else ``sbtype``."""
+    return sbtype.GetDereferencedType() if sbtype.IsReferenceType() else sbtype
+
+
+def referent(value):
+    return value.Dereference() if value.GetType().IsReferenceType() else value
 
 
 def unproven_string(target, value):
@@ -55,7 +67,7 @@ def unproven_string(target, value):
     if summary is None or '"' not in summary or not shows_history(target):
         return None
     if found is None:
-        return _unproven_std_string(target, value) if is_std_string(value.GetType()) else None
+        return _unproven_std_string(target, referent(value)) if is_std_string(value.GetType()) else None
     array, character = found
     if array:
         address, size = value.GetLoadAddress(), value.GetByteSize()
@@ -71,8 +83,18 @@ def _unproven_std_string(target, value):
     raw = value.GetNonSyntheticValue()
     pointer = raw.GetChildMemberWithName("_M_dataplus").GetChildMemberWithName("_M_p")
     length = raw.GetChildMemberWithName("_M_string_length")
-    if not (pointer.IsValid() and length.IsValid()) or pointer.GetError().Fail() or length.GetError().Fail():
+    if not (pointer.IsValid() and length.IsValid()):
         return None  # another library's layout: its summary is LLDB's business
+    for field in (pointer, length):  # where the characters are, and how many: LLDB shows "" when it cannot tell
+        if field.GetError().Fail():  # "read memory from 0x... failed": the field's own place
+            found = re.search(r"0x[0-9a-fA-F]+", field.GetError().GetCString() or "")
+            return int(found.group(0), 16) if found else value.GetLoadAddress()
+        address = field.GetLoadAddress()
+        if address == lldb.LLDB_INVALID_ADDRESS:
+            continue  # a copy in the debugger (an expression's result): its fields were read whole
+        known = len(known_memory(target, address, 8))
+        if known < 8:
+            return address + known
     character = value.GetType().GetCanonicalType().GetTemplateArgumentType(0).GetByteSize() or 1
     address, size = pointer.GetValueAsUnsigned(), length.GetValueAsUnsigned() * character
     known = len(known_memory(target, address, size)) if size else 0
