@@ -11,13 +11,10 @@ the next call out.
 """
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
-from support.paths import SOURCES
+from support.recordings import record_program
 
 COMMANDS = [
     "breakpoint set -n triple",
@@ -33,12 +30,7 @@ COMMANDS = [
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("inlined_calls")
-    binary = folder / "inlined_calls"
-    subprocess.run(["gcc", "-O2", "-g", "-no-pie", "-o", str(binary), str(SOURCES / "inlined_calls.c")], check=True)
-    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(folder / "rec"), "--", str(binary)]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
-    return folder / "rec" / "trace.json"
+    return record_program(tmp_path_factory.mktemp("inlined_calls"), "inlined_calls.c", flags=("-O2", "-g", "-no-pie"))
 
 
 def check(stops):

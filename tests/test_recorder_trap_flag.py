@@ -6,24 +6,15 @@ and the flags rules, carrying the program's TF through `adc`, disagreed with the
 withdrawn (test_traces/src/popf_flags.c).
 """
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from support.paths import SOURCES
+from support.recordings import record_program
 
 from lldb_trace import api
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("popf_flags")
-    binary = folder / "popf_flags"
-    subprocess.run(["gcc", "-O0", "-g", "-no-pie", "-o", str(binary), str(SOURCES / "popf_flags.c")], check=True)
-    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(folder / "rec"), "--", str(binary)]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
-    return folder / "rec" / "trace.json"
+    return record_program(tmp_path_factory.mktemp("popf_flags"), "popf_flags.c")
 
 
 def test_the_recorders_trap_flag_is_neither_shown_nor_a_conflict(recorded):

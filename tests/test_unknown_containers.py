@@ -9,13 +9,9 @@ LLDBs and in the IDE's variables.  Where every link and character is known
 (the end, its core) they show as LLDB shows them.
 """
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
-from support.paths import SOURCES
+from support.recordings import record_program
 
 from lldb_trace import api
 
@@ -25,12 +21,7 @@ STEP = 1499  # positions looked at: every STEP-th
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("containers")
-    binary = folder / "containers"
-    subprocess.run(["g++", "-O0", "-g", "-o", str(binary), str(SOURCES / "containers.cpp")], check=True)
-    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(folder / "rec"), "--", str(binary)]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
-    return folder / "rec" / "trace.json"
+    return record_program(tmp_path_factory.mktemp("containers"), "containers.cpp", "g++", ("-O0", "-g"))
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,10 @@ their bytes are not known before fill() writes them, and known after.
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from support.lldb22 import needs_lldb_22, run_lldb_22
-from support.paths import SOURCES
+from support.recordings import record_program
 
 
 def unknown(address):
@@ -25,21 +22,17 @@ def unknown(address):
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("string_fields")
-    binary = folder / "string_fields"
-    subprocess.run(["gcc", "-O0", "-g", "-no-pie", "-o", str(binary), str(SOURCES / "string_fields.c")], check=True)
-    command = [str(Path(sys.executable).parent / "lldb-trace"), "record", "-o", str(folder / "rec"), "--", str(binary)]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
-    recorded = json.loads((folder / "rec" / "trace.json").read_text())
+    trace = record_program(tmp_path_factory.mktemp("string_fields"), "string_fields.c")
+    recorded = json.loads(trace.read_text())
     (process,) = recorded["processes"]
     del process["startCoreFile"]
     for thread in process["threads"]:
         del thread["syscallResults"]
-    (folder / "rec" / "end_and_registers.json").write_text(json.dumps(recorded))
+    trace.with_name("end_and_registers.json").write_text(json.dumps(recorded))
     for thread in process["threads"]:
         del thread["registerStates"]
-    (folder / "rec" / "end_core.json").write_text(json.dumps(recorded))
-    return folder / "rec" / "end_and_registers.json"
+    trace.with_name("end_core.json").write_text(json.dumps(recorded))
+    return trace.with_name("end_and_registers.json")
 
 
 def commands(bundle):
@@ -149,7 +142,8 @@ def test_a_struct_behind_a_pointer_whose_frame_base_is_not_known_reads_as_unknow
 def test_two_strings_alike_each_keep_their_own_answer(bundle, tmp_path):
     """``both->first.tag`` is "" and known, ``both->second.tag`` shows "" too but is not known: the mark went to the
     first one found (the known one) and left the unknown one as a known empty string."""
-    out, _ = in_pip_lldb(
+    lldb_session = pytest.importorskip("support.lldb_session", reason="LLDB's Python bindings")
+    out, _ = lldb_session.commands_output(
         tmp_path,
         [
             f"trace load {bundle}",
@@ -161,16 +155,3 @@ def test_two_strings_alike_each_keep_their_own_answer(bundle, tmp_path):
     first, second = out[out.index("first = ") :].split("second = ", 1)
     assert 'tag = ""' in first and "not known" not in first.split("note = ")[0]
     assert re.search(r"tag = <not known at this position \(memory at 0x[0-9a-f]+\)>", second.split("note = ")[0])
-
-
-def in_pip_lldb(tmp_path, commands):
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
-    try:
-        results = [session.handle(command) for command in commands]
-        out, err = session.streams()
-    finally:
-        session.close()
-    return out + "".join(result.GetOutput() for result in results), err

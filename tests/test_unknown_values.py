@@ -17,6 +17,8 @@ from support.paths import HISTORY, TRACES
 
 from lldb_trace import api
 
+LLDB_BINDINGS = "LLDB's Python bindings: pip install 'lldb-trace[test]'"
+
 CRASH = TRACES / "crash" / "trace.json"
 POINTER, STRING, HEAP = 0x404020, 0x402004, 0x4052A0
 COMMANDS = [
@@ -55,16 +57,7 @@ def check(output, errors):
 
 def in_pip_lldb(tmp_path, commands):
     """``(out, err)`` of ``commands`` in the in-process LLDB: the debugger's streams and the commands' results."""
-    pytest.importorskip("lldb", reason="LLDB's Python bindings: pip install 'lldb-trace[test]'")
-    from support.lldb_session import Session
-
-    session = Session(tmp_path)
-    try:
-        results = [session.handle(command) for command in commands]
-        out, err = session.streams()
-    finally:
-        session.close()
-    return out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results)
+    return pytest.importorskip("support.lldb_session", reason=LLDB_BINDINGS).commands_output(tmp_path, commands)
 
 
 def test_in_lldb(tmp_path):

@@ -47,3 +47,14 @@ class Session:
     @property
     def target(self):
         return self.debugger.GetSelectedTarget()
+
+
+def commands_output(tmp_path, commands):
+    """``(out, err)`` of ``commands`` in an in-process LLDB: the debugger's streams, then each command's result."""
+    session = Session(tmp_path)
+    try:
+        results = [session.handle(command) for command in commands]
+        out, err = session.streams()
+    finally:
+        session.close()
+    return out + "".join(r.GetOutput() for r in results), err + "".join(r.GetError() for r in results)
