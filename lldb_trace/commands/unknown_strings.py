@@ -20,7 +20,7 @@ from typing import NamedTuple
 import lldb
 
 from ..debugger.known_containers import is_node_container, unproven_container
-from ..debugger.known_strings import is_std_string, string_element, unproven_string, unproven_text
+from ..debugger.known_strings import is_std_string, setting_number, string_element, unproven_string, unproven_text
 
 _DEPTH = 32  # how deep the walk opens aggregates (LLDB's own limit is far deeper; real structs are not)
 _OPTION_VALUES = {"-f", "--format", "-D", "--depth", "-P", "--ptr-depth", "-Z",
@@ -158,13 +158,7 @@ def _walk(target, values, how, depth=0):
 
 def _children_shown(target):
     """How many children of one value LLDB prints (the target's max-children-count)."""
-    setting = lldb.SBDebugger.GetInternalVariableValue(
-        "target.max-children-count", target.GetDebugger().GetInstanceName()
-    )
-    try:
-        return int(setting.GetStringAtIndex(0))
-    except (TypeError, ValueError):
-        return 256
+    return setting_number(target, "target.max-children-count", 256)
 
 
 def _scalars(sbtype):

@@ -120,10 +120,13 @@ def first_unknown(target, address, size, character):
 
 def summary_length(target):
     """The most characters LLDB reads for a char pointer's summary (the target's setting)."""
-    setting = lldb.SBDebugger.GetInternalVariableValue(
-        "target.max-string-summary-length", target.GetDebugger().GetInstanceName()
-    )
+    return setting_number(target, "target.max-string-summary-length", _SUMMARY_LENGTH)
+
+
+def setting_number(target, name, default):
+    """The number LLDB's setting ``name`` holds for ``target``'s debugger, or ``default``."""
+    setting = lldb.SBDebugger.GetInternalVariableValue(name, target.GetDebugger().GetInstanceName())
     try:
         return int(setting.GetStringAtIndex(0))
     except (TypeError, ValueError):
-        return _SUMMARY_LENGTH
+        return default
