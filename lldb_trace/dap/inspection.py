@@ -30,6 +30,7 @@ MAX_CHILDREN = 1000  # children listed by one 'variables' request at most; clien
 _PREVIEW_CHILDREN, _PREVIEW_CHARS = 6, 100
 _FAILED_READ = re.compile(r"read memory from (0x[0-9a-fA-F]+) failed")
 NOT_KNOWN = "<not known at this position>"
+_NOT_ASKED = object()  # value_text's caller has not walked the container
 
 
 class Handles:
@@ -217,11 +218,12 @@ def _indexed(item):
 def _variable(session, item):
     if isinstance(item, tuple):  # a note: (name, text)
         return {"name": item[0], "value": item[1], "variablesReference": 0}
+    text, reference = _text_and_children(session, item)
     shown = {
         "name": item.GetName() or "",
-        "value": value_text(item),
+        "value": text,
         "type": item.GetDisplayTypeName() or "",
-        "variablesReference": _children_reference(session, item),
+        "variablesReference": reference,
     }
     kind, path = item.GetValueType(), lldb.SBStream()
     if kind == lldb.eValueTypeRegister:
@@ -234,23 +236,26 @@ def _variable(session, item):
     return shown
 
 
-def _children_reference(session, value):
-    if value.GetError().Fail() or not value.MightHaveChildren() or not value.GetNumChildren(1):
-        return 0
-    if unproven_container(value.GetTarget(), value) is not None:  # its elements would be a formatter's guesses
-        return 0
-    return session.handles.add(Children(lambda: iter(value)))
+def _text_and_children(session, value):
+    """``value_text`` and the reference of the value's children, the container's links walked once: a container
+    not proven has none to show (its elements would be a formatter's guesses)."""
+    unproven = unproven_container(value.GetTarget(), value)
+    text = value_text(value, unproven=unproven)
+    if unproven is not None or value.GetError().Fail() or not value.MightHaveChildren():
+        return text, 0
+    return text, session.handles.add(Children(lambda: iter(value))) if value.GetNumChildren(1) else 0
 
 
-def value_text(value, depth=0):
-    """How a value shows: LLDB's value and summary, a short preview of an aggregate, or why it is unknown."""
+def value_text(value, depth=0, unproven=_NOT_ASKED):
+    """How a value shows: LLDB's value and summary, a short preview of an aggregate, or why it is unknown
+    (``unproven``: unproven_container's answer, where the caller has it)."""
     error = value.GetError()
     if error.Fail():
         return unknown_text(error.GetCString() or "", value.GetTarget())
     text, summary = value.GetValue(), value.GetSummary()
     unknown = unproven_string(value.GetTarget(), value) if summary is not None else None
-    if unknown is None:  # a std::map or std::list walked over links not known
-        unknown = unproven_container(value.GetTarget(), value)
+    if unknown is None:  # a library container whose fields or links are not known
+        unknown = unproven_container(value.GetTarget(), value) if unproven is _NOT_ASKED else unproven
     if unknown is not None:  # LLDB shows the bytes it could read as the whole string ("" for none)
         summary = unproven_text(value.GetTarget(), unknown)
     if text is not None or summary is not None:
@@ -296,11 +301,8 @@ def evaluate(session, arguments):
         value = frame.EvaluateExpression(text)
     if not value.IsValid() or value.GetError().Fail():
         return _printed(session, text, value)
-    return {
-        "result": value_text(value),
-        "type": value.GetDisplayTypeName() or "",
-        "variablesReference": _children_reference(session, value),
-    }
+    text, reference = _text_and_children(session, value)
+    return {"result": text, "type": value.GetDisplayTypeName() or "", "variablesReference": reference}
 
 
 def _printed(session, text, value):

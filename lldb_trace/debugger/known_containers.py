@@ -12,7 +12,7 @@ link not known lies instead.
 import lldb
 
 from .histories import shows_history
-from .known_strings import referent, referent_type
+from .known_strings import class_name, referent
 from .shown_state import known_memory
 
 _TREES = ("std::map<", "std::set<", "std::multimap<", "std::multiset<")
@@ -30,22 +30,14 @@ _PARENT, _LEFT, _RIGHT = 8, 16, 24  # _Rb_tree_node_base: its color, then the li
 
 def is_node_container(sbtype):
     """Is ``sbtype`` a library container or wrapper whose view LLDB's formatters compute (see _FORMATTED)?"""
-    return _name(sbtype).startswith(_FORMATTED)
-
-
-def _name(sbtype):
-    """The class's name (empty for an array or a pointer, whose name starts as its element's does)."""
-    sbtype = referent_type(sbtype).GetCanonicalType().GetUnqualifiedType()
-    if sbtype.GetTypeClass() not in (lldb.eTypeClassClass, lldb.eTypeClassStruct):
-        return ""
-    return sbtype.GetName() or ""
+    return class_name(sbtype).startswith(_FORMATTED)
 
 
 def unproven_container(target, value):
     """The address of the first byte not known that LLDB's view of the container ``value`` is computed from (its
     own fields, the links its walk follows), or None where every one is known (or it is no container of those,
     or no loaded trace's)."""
-    name = _name(value.GetType())
+    name = class_name(value.GetType())
     if not name.startswith(_FORMATTED) or not shows_history(target):
         return None
     raw = referent(value).GetNonSyntheticValue()

@@ -46,8 +46,14 @@ def string_element(sbtype):
 
 def is_std_string(sbtype):
     """Is ``sbtype`` libstdc++'s std::string (or another basic_string), which LLDB shows by its characters?"""
+    return class_name(sbtype).startswith(_STD_STRINGS)
+
+
+def class_name(sbtype):
+    """The name of the class ``sbtype`` is (or refers to); empty for an array or a pointer, whose name starts as
+    its element's does."""
     sbtype = referent_type(sbtype).GetCanonicalType().GetUnqualifiedType()
-    return sbtype.GetTypeClass() in _CLASSES and (sbtype.GetName() or "").startswith(_STD_STRINGS)
+    return (sbtype.GetName() or "") if sbtype.GetTypeClass() in _CLASSES else ""
 
 
 def referent_type(sbtype):

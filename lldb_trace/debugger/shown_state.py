@@ -67,10 +67,15 @@ def unmapped(state, address):
 
 def unmapped_in(target, address):
     """``unmapped`` for the selected thread of ``target``, a loaded trace's (False for any other target)."""
+    return unmapped(_selected_state(target), address)
+
+
+def _selected_state(target):
+    """The ShownState of a loaded trace's selected thread, or None for any other target."""
     process = target.GetProcess().GetScriptedImplementation()
     if process is None or not hasattr(process, "selected_thread_state"):
-        return False
-    return unmapped(process.selected_thread_state(), address)
+        return None
+    return process.selected_thread_state()
 
 
 def shown_state(trace, tid, history, pc, unwinding=True):
@@ -122,7 +127,5 @@ def _unwindable(state, history):
 
 def known_memory(target, address, size):
     """The bytes from ``address`` on that a loaded trace's process knows at its selected thread's position."""
-    process = target.GetProcess().GetScriptedImplementation()
-    if process is None or not hasattr(process, "selected_thread_state"):
-        return b""
-    return process.selected_thread_state().read_memory(address, size)
+    state = _selected_state(target)
+    return state.read_memory(address, size) if state is not None else b""
